@@ -1,0 +1,60 @@
+import { type Decision, decision } from '../decision.js';
+import type { WindowRule } from '../store.js';
+
+/**
+ * Token bucket holding up to `limit` tokens, refilled at `limit` per `windowMs`. Tokens are kept
+ * scaled by `windowMs` (`scaled = tokens × W`) so refill is the integer `elapsed × limit`: the
+ * memory store and the Redis Lua script agree exactly, with no rounding drift.
+ */
+export interface TokenBucketState {
+  scaled: number;
+  last: number;
+}
+
+/** Refills the bucket up to `now` (an absent bucket is full). */
+export function tokenBucketRoll(state: TokenBucketState | undefined, now: number, rule: WindowRule): TokenBucketState {
+  const full = rule.limit * rule.windowMs;
+  if (state === undefined) return { scaled: full, last: now };
+  if (now > state.last) {
+    state.scaled = Math.min(full, state.scaled + (now - state.last) * rule.limit);
+    state.last = now;
+  }
+  return state;
+}
+
+function untilFull(state: TokenBucketState, rule: WindowRule): number {
+  return Math.ceil((rule.limit * rule.windowMs - state.scaled) / rule.limit);
+}
+
+/** Takes `cost` tokens (mutating `state`) or refuses; `state` must already be rolled to `now`. */
+export function tokenBucketConsume(state: TokenBucketState, _now: number, rule: WindowRule, cost: number, key: string): Decision {
+  const need = cost * rule.windowMs;
+  if (state.scaled < need) {
+    // A cost above capacity can never pass; advertise one window rather than a time that lies.
+    const retry = cost > rule.limit ? rule.windowMs : Math.ceil((need - state.scaled) / rule.limit);
+    return decision(false, 'limited', rule.limit, Math.floor(state.scaled / rule.windowMs), retry, untilFull(state, rule), key);
+  }
+  state.scaled -= need;
+  return decision(true, 'allowed', rule.limit, Math.floor(state.scaled / rule.windowMs), 0, untilFull(state, rule), key);
+}
+
+/** What a call of cost 1 would get, without taking anything. */
+export function tokenBucketPeek(state: TokenBucketState | undefined, now: number, rule: WindowRule, key: string): Decision {
+  const rolled = tokenBucketRoll(state === undefined ? undefined : { ...state }, now, rule);
+  const remaining = Math.floor(rolled.scaled / rule.windowMs);
+  if (remaining < 1) {
+    const retry = Math.ceil((rule.windowMs - rolled.scaled) / rule.limit);
+    return decision(false, 'limited', rule.limit, 0, retry, untilFull(rolled, rule), key);
+  }
+  return decision(true, 'allowed', rule.limit, remaining, 0, untilFull(rolled, rule), key);
+}
+
+/** Once full again the bucket equals an absent one. */
+export function tokenBucketExpiresAt(state: TokenBucketState, rule: WindowRule): number {
+  return state.last + untilFull(state, rule);
+}
+
+/** Until when a unit call would be refused (0 when one passes now). */
+export function tokenBucketBlockedUntil(state: TokenBucketState, rule: WindowRule): number {
+  return state.scaled < rule.windowMs ? state.last + Math.ceil((rule.windowMs - state.scaled) / rule.limit) : 0;
+}

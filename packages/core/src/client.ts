@@ -1,0 +1,181 @@
+import type { Logger } from './events.js';
+import { type Cidr, cidrContains, formatIp, type ParsedIp, parseCidr, parseHeaderAddress, parseIp, parsedIsLoopback } from './ip.js';
+import { boolean, parseOptions, withMethods } from './options.js';
+
+/** The part of a Node `IncomingMessage` Portcullis reads. Frameworks' own `ip` fields are never used. */
+export interface RawRequest {
+  readonly socket?: { readonly remoteAddress?: string | undefined } | null | undefined;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly rawHeaders?: readonly string[] | undefined;
+}
+
+/** Who sent a request, as far as can be proven. */
+export interface ClientInfo {
+  /** Canonical client IP; `undefined` when it cannot be established (such clients share `unknown`). */
+  readonly ip: string | undefined;
+  /** A loopback peer that is not a trusted proxy and sent no forwarding headers and no `Origin`. */
+  readonly directLocal: boolean;
+  /** The request arrived through a trusted proxy. */
+  readonly proxied: boolean;
+  /** The raw `Origin` header (comma-joined when repeated); `undefined` when absent. */
+  readonly origin: string | undefined;
+}
+
+/** Options of {@link resolveClient} and {@link createClientResolver}. */
+export interface ClientOptions {
+  /**
+   * Proxies whose `X-Forwarded-For` is believed: exact IPs or CIDRs. `true`, hop counts and
+   * zero-length prefixes (`0.0.0.0/0`) are refused: trust is given to named machines only.
+   * @default []
+   */
+  trustedProxies?: readonly string[];
+  /** Use `X-Real-IP` from a trusted proxy that sent no `X-Forwarded-For`. @default false */
+  allowRealIpFallback?: boolean;
+  /** Receives the one-time warning about an untrusted loopback peer sending forwarding headers. */
+  logger?: Pick<Logger, 'warn'>;
+}
+
+/** Parses and validates `trustedProxies`; shared by every adapter's option parsing. */
+export function parseTrustedProxies(value: unknown, fail: (expected: string) => never): readonly Cidr[] {
+  const expected = 'an array of IP addresses or CIDR ranges (not true, a hop count or 0.0.0.0/0)';
+  if (!Array.isArray(value)) return fail(expected);
+  return value.map((entry) => (typeof entry === 'string' ? parseCidr(entry.trim()) : undefined) ?? fail(expected));
+}
+
+const clientSpec = {
+  trustedProxies: parseTrustedProxies,
+  allowRealIpFallback: boolean,
+  logger: withMethods<Pick<Logger, 'warn'>>('warn'),
+};
+
+/** A compiled client resolver: call it once per request. */
+export type ClientResolver = (request: RawRequest) => ClientInfo;
+
+function headerLines(request: RawRequest, name: string): string[] {
+  const raw = request.rawHeaders;
+  if (raw !== undefined) {
+    const lines: string[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if ((raw[i] as string).length === name.length && (raw[i] as string).toLowerCase() === name) lines.push(raw[i + 1] as string);
+    }
+    return lines;
+  }
+  const value = request.headers[name];
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+}
+
+function hasForwardingHeaders(headers: RawRequest['headers']): boolean {
+  for (const name of Object.keys(headers)) {
+    const lower = name.toLowerCase();
+    if (lower === 'forwarded' || lower === 'x-real-ip' || lower.startsWith('x-forwarded-')) return true;
+  }
+  return false;
+}
+
+function originOf(request: RawRequest): string {
+  const value = request.headers.origin as string | string[];
+  if (Array.isArray(value)) return value.join(', ');
+  // Node joins repeated headers with ", "; a hand-made request may only show them in rawHeaders.
+  if (request.rawHeaders !== undefined) {
+    const lines = headerLines(request, 'origin');
+    if (lines.length > 1) return lines.join(', ');
+  }
+  return value;
+}
+
+const peerCache = new WeakMap<object, ParsedIp | null>();
+
+function peerOf(request: RawRequest): ParsedIp | undefined {
+  const socket = request.socket;
+  if (socket == null) return undefined;
+  // Keep-alive connections carry many requests: parse a socket's address once.
+  const cached = peerCache.get(socket);
+  if (cached !== undefined) return cached ?? undefined;
+  const addr = socket.remoteAddress;
+  const parsed = typeof addr === 'string' ? parseIp(addr) : undefined;
+  if (addr !== undefined) peerCache.set(socket, parsed ?? null);
+  return parsed;
+}
+
+/**
+ * Compiles the client-identity rules of DESIGN 3.7 once; the returned function resolves a request.
+ * @throws {PortcullisConfigError} for bad `trustedProxies` and other wrong options
+ */
+export function createClientResolver(options?: ClientOptions): ClientResolver {
+  const o = parseOptions(options, clientSpec, 'resolveClient');
+  const trusted = o.trustedProxies ?? [];
+  const realIpFallback = o.allowRealIpFallback ?? false;
+  const logger = o.logger;
+  let warned = false;
+  const isTrusted = (ip: ParsedIp) => {
+    for (const cidr of trusted) if (cidrContains(cidr, ip)) return true;
+    return false;
+  };
+
+  function warnSpoof(): void {
+    if (warned) return;
+    warned = true;
+    const msg =
+      'Portcullis: a loopback client sent forwarding headers but is not in trustedProxies; it is limited under its own address. ' +
+      'If a reverse proxy runs on this host, add its address to trustedProxies.';
+    if (logger) logger.warn({ code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' }, msg);
+    else process.emitWarning(msg, { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' });
+  }
+
+  function fromForwarded(request: RawRequest): ParsedIp | undefined {
+    const lines = headerLines(request, 'x-forwarded-for');
+    if (lines.length === 0) {
+      if (!realIpFallback) return undefined;
+      const real = headerLines(request, 'x-real-ip');
+      if (real.length !== 1) return undefined;
+      const ip = parseHeaderAddress(real[0] as string);
+      return ip !== undefined && !isTrusted(ip) ? ip : undefined;
+    }
+    const hops = lines.join(',').split(',');
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const ip = parseHeaderAddress(hops[i] as string);
+      if (ip === undefined) return undefined;
+      if (!isTrusted(ip)) return ip;
+    }
+    return undefined;
+  }
+
+  return function resolve(request: RawRequest): ClientInfo {
+    const headers = request.headers ?? {};
+    const origin = headers.origin === undefined ? undefined : originOf(request);
+    const peer = peerOf(request);
+    if (peer === undefined) return { ip: undefined, directLocal: false, proxied: false, origin };
+    if (trusted.length > 0 && isTrusted(peer)) {
+      const client = fromForwarded(request);
+      return { ip: client === undefined ? undefined : formatIp(client), directLocal: false, proxied: true, origin };
+    }
+    let directLocal = false;
+    if (parsedIsLoopback(peer)) {
+      const forwarded = hasForwardingHeaders(headers);
+      if (forwarded) warnSpoof();
+      directLocal = !forwarded && origin === undefined;
+    }
+    return { ip: formatIp(peer), directLocal, proxied: false, origin };
+  };
+}
+
+const resolverCache = new WeakMap<object, ClientResolver>();
+let defaultResolver: ClientResolver | undefined;
+
+/**
+ * Resolves who sent `request` (DESIGN 3.7): an untrusted peer is the client; behind a trusted proxy
+ * the right-most untrusted `X-Forwarded-For` hop is; anything malformed or all-trusted is unresolved,
+ * never the proxy's own address. Prefer {@link createClientResolver} on hot paths.
+ */
+export function resolveClient(request: RawRequest, options?: ClientOptions): ClientInfo {
+  if (options === undefined) {
+    defaultResolver ??= createClientResolver();
+    return defaultResolver(request);
+  }
+  let resolver = resolverCache.get(options);
+  if (resolver === undefined) {
+    resolver = createClientResolver(options);
+    resolverCache.set(options, resolver);
+  }
+  return resolver(request);
+}

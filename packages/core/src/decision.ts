@@ -1,0 +1,54 @@
+/**
+ * Why a decision came out the way it did.
+ * - `allowed`: under the limit.
+ * - `exempt`: not counted at all (a clean direct-local client under loopback exemption).
+ * - `limited`: a window or bucket is exhausted.
+ * - `locked`: a failure limiter's lockout is in force.
+ * - `overflow`: the store is full of lockouts/blocked windows and refuses to forget one.
+ * - `fallback`: the shared store failed and an in-memory fallback decided.
+ * - `store-error`: the store failed and its policy is to refuse (`onError: 'closed'`).
+ */
+export type DecisionReason = 'allowed' | 'exempt' | 'limited' | 'locked' | 'overflow' | 'fallback' | 'store-error';
+
+/** The answer to every check. Refusals are data; nothing throws to mean "limited". */
+export interface Decision {
+  /** Whether the request may proceed. Always true in dry-run mode. */
+  readonly allowed: boolean;
+  /** Why; in dry-run mode, what would have happened. */
+  readonly reason: DecisionReason;
+  /** The configured limit (`limit` or `maxAttempts`). */
+  readonly limit: number;
+  /** Units left before the limit bites (0 when refused). */
+  readonly remaining: number;
+  /** How long to wait before retrying; 0 when allowed. */
+  readonly retryAfterMs: number;
+  /** Time until the window (or lockout) ends and the count is back to full. */
+  readonly resetMs: number;
+  /** The bucket key the decision is about (canonical IP, `/64` network, or opaque key). */
+  readonly key: string;
+  /** Present (true) only on decisions of a limiter in dry-run mode. */
+  readonly dryRun?: true;
+}
+
+/** Builds a decision object with a stable property order (one hidden class on the hot path). */
+export function decision(
+  allowed: boolean,
+  reason: DecisionReason,
+  limit: number,
+  remaining: number,
+  retryAfterMs: number,
+  resetMs: number,
+  key: string,
+): Decision {
+  return { allowed, reason, limit, remaining, retryAfterMs, resetMs, key };
+}
+
+/** The same decision reported for another key (the limiter's key rather than the store's). */
+export function withKey(d: Decision, key: string): Decision {
+  return d.key === key ? d : { ...d, key };
+}
+
+/** A dry-run copy: allowed, flagged, the reason kept so operators see what would have happened. */
+export function asDryRun(d: Decision): Decision {
+  return { ...d, allowed: true, retryAfterMs: 0, dryRun: true };
+}

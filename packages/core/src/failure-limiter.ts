@@ -1,0 +1,189 @@
+import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
+import { asDryRun, type Decision, decision, withKey } from './decision.js';
+import { PortcullisConfigError } from './errors.js';
+import { channels, type Logger, publishDecision } from './events.js';
+import { ipKey, parseIp, parsedIsLoopback } from './ip.js';
+import { boundedKey } from './keys.js';
+import { MemoryStore } from './memory-store.js';
+import { boolean, either, integer, nonEmptyString, oneOf, parseOptions, withMethods } from './options.js';
+import type { FailureDecision, FailureRule, Store } from './store.js';
+
+/**
+ * Who failed: a client IP, an opaque key (`browser-origin:…`, `identity:…`), or the
+ * `{ key, exempt }` pair that `authSubject` builds from a resolved client.
+ */
+export type Subject = string | { readonly key: string; readonly exempt?: boolean };
+
+/** Options of {@link createFailureLimiter}. */
+export interface FailureLimiterOptions {
+  /** Failures within `windowMs` that start a lockout. @default 10 */
+  maxAttempts?: number;
+  /** Sliding window over which failures count. @default 60_000 */
+  windowMs?: number;
+  /** How long a lockout lasts. @default 300_000 */
+  lockoutMs?: number;
+  /** Exempt loopback subjects (only clean direct-local ones: see `authSubject`). @default true */
+  exemptLoopback?: boolean;
+  /** IPv6 clients are keyed by this network prefix; `false` keys the full address. @default 64 */
+  ipv6Subnet?: number | false;
+  /** Most keys in the built-in memory store (not allowed together with `store`). @default 10_000 */
+  maxEntries?: number;
+  /** Where state lives. @default a new MemoryStore */
+  store?: Store;
+  /** Time source for the built-in store. @default systemClock */
+  clock?: Clock;
+  /** Timers for the built-in store's sweep. @default systemTimers */
+  timers?: Timers;
+  /** Receives one `AUTH_RATE_LIMITED` warning per lockout. */
+  logger?: Logger;
+  /** Count, log and publish as usual, but never refuse. @default false */
+  dryRun?: boolean;
+  /** Names the limiter in events and namespaces its keys in a shared store. @default 'auth' */
+  name?: string;
+}
+
+/** A failure limiter: counts wrong credentials per scope and subject, locks out brute force. */
+export interface FailureLimiter {
+  /** The state of `subject` in `scope`, counting nothing (run it before comparing credentials). */
+  check(subject: Subject, scope?: string): MaybePromise<Decision>;
+  /** Counts one failure; the decision after counting (the failure that reaches the max locks). */
+  recordFailure(subject: Subject, scope?: string): MaybePromise<Decision>;
+  /** A correct credential: forgets `subject`'s failures in `scope`. */
+  recordSuccess(subject: Subject, scope?: string): MaybePromise<Decision>;
+  /** Forgets `subject`'s failures and lockout in `scope`. */
+  reset(subject: Subject, scope?: string): MaybePromise<Decision>;
+  /** Keys held by the store. */
+  size(): MaybePromise<number>;
+  /** Stops the store's timer (and closes a store the limiter created). */
+  close(): MaybePromise<void>;
+  /** The resolved numbers in force. */
+  readonly config: Readonly<Required<Pick<FailureLimiterOptions, 'maxAttempts' | 'windowMs' | 'lockoutMs' | 'exemptLoopback' | 'dryRun' | 'name'>> & { ipv6Subnet: number | false }>;
+  /** The store in use. */
+  readonly store: Store;
+}
+
+const failureLimiterSpec = {
+  maxAttempts: integer(1),
+  windowMs: integer(1),
+  lockoutMs: integer(1),
+  exemptLoopback: boolean,
+  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+  maxEntries: integer(1),
+  store: withMethods<Store>('checkFailures', 'recordFailure', 'delete'),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  logger: withMethods<Logger>('warn', 'error'),
+  dryRun: boolean,
+  name: nonEmptyString,
+};
+
+interface ResolvedSubject {
+  key: string;
+  exempt: boolean;
+}
+
+/** Normalises a blank or missing scope to `'default'`. */
+export function normalizeScope(scope: unknown): string {
+  if (scope === undefined || scope === null) return 'default';
+  if (typeof scope !== 'string') throw new TypeError(`Portcullis: scope must be a string, got ${typeof scope}`);
+  const trimmed = scope.trim();
+  return trimmed === '' ? 'default' : boundedKey(trimmed);
+}
+
+/**
+ * Creates a failure limiter (DESIGN 3.1): a sliding log of failure times per `scope:subject`, a
+ * lockout when `maxAttempts` failures fall within `windowMs`, scopes independent of each other.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter {
+  const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
+  if (o.store !== undefined && o.maxEntries !== undefined) {
+    throw new PortcullisConfigError('ERR_PORTCULLIS_MAX_ENTRIES', 'maxEntries', 'createFailureLimiter: maxEntries sizes the built-in store; set it on the store you pass instead');
+  }
+  const config = {
+    maxAttempts: o.maxAttempts ?? 10,
+    windowMs: o.windowMs ?? 60_000,
+    lockoutMs: o.lockoutMs ?? 300_000,
+    exemptLoopback: o.exemptLoopback ?? true,
+    ipv6Subnet: (o.ipv6Subnet ?? 64) as number | false,
+    dryRun: o.dryRun ?? false,
+    name: o.name ?? 'auth',
+  };
+  const rule: FailureRule = { maxAttempts: config.maxAttempts, windowMs: config.windowMs, lockoutMs: config.lockoutMs };
+  const ownStore = o.store === undefined;
+  const store: Store =
+    o.store ??
+    new MemoryStore({
+      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
+      ...(o.clock !== undefined && { clock: o.clock }),
+      ...(o.timers !== undefined && { timers: o.timers }),
+    });
+  // A private store needs no namespace; a shared one gets the limiter's name in every key.
+  const namespace = ownStore ? '' : `${config.name}:`;
+  const logger = o.logger;
+
+  function subjectOf(subject: Subject): ResolvedSubject {
+    const raw = typeof subject === 'string' ? subject : subject?.key;
+    if (typeof raw !== 'string') throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
+    const ip = parseIp(raw);
+    if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
+    const vouched = typeof subject === 'string' || subject.exempt === true;
+    return { key: ipKey(ip, config.ipv6Subnet), exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip) };
+  }
+
+  function exemptDecision(key: string): Decision {
+    return decision(true, 'exempt', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
+  }
+
+  function finish(scope: string, key: string, d: Decision): Decision {
+    const out = withKey(d, key);
+    if (out.reason !== 'allowed' && out.reason !== 'locked') publishDecision(config.name, scope, out);
+    return config.dryRun ? asDryRun(out) : out;
+  }
+
+  function afterFailure(scope: string, key: string, d: FailureDecision): Decision {
+    if (d.lockoutStarted) {
+      const { lockoutStarted: _, ...plain } = d;
+      const out = withKey(plain, key);
+      logger?.warn(
+        { code: 'AUTH_RATE_LIMITED', limiter: config.name, scope, key, lockoutMs: rule.lockoutMs, dryRun: config.dryRun },
+        `AUTH_RATE_LIMITED: ${rule.maxAttempts} failed attempts; locking out scope=${scope} key=${key} for ${rule.lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
+      );
+      if (channels.lockout.hasSubscribers) channels.lockout.publish({ limiter: config.name, scope, decision: out });
+      return finish(scope, key, out);
+    }
+    return finish(scope, key, d);
+  }
+
+  function check(subject: Subject, scope?: string): MaybePromise<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    if (s.exempt) return exemptDecision(s.key);
+    return mapMaybe(store.checkFailures(`${namespace}${sc}:${s.key}`, rule), (d) => finish(sc, s.key, d));
+  }
+
+  function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    if (s.exempt) return exemptDecision(s.key);
+    return mapMaybe(store.recordFailure(`${namespace}${sc}:${s.key}`, rule), (d) => afterFailure(sc, s.key, d));
+  }
+
+  function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    const fresh = decision(true, s.exempt ? 'exempt' : 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, s.key);
+    return mapMaybe(store.delete(`${namespace}${sc}:${s.key}`), () => (config.dryRun ? asDryRun(fresh) : fresh));
+  }
+
+  return {
+    check,
+    recordFailure,
+    recordSuccess: reset,
+    reset,
+    size: () => store.size(),
+    close: () => (ownStore ? store.close() : undefined),
+    config,
+    store,
+  };
+}

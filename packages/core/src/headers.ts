@@ -1,0 +1,49 @@
+import type { Decision } from './decision.js';
+import { retryAfterSeconds } from './error-shapes.js';
+
+/** Which counters a response advertises: IETF fields, those plus `X-RateLimit-*`, or none. */
+export type HeaderMode = 'ietf' | 'legacy' | false;
+
+/** Options of {@link rateLimitHeaders}. */
+export interface RateLimitHeaderOptions {
+  /** The policy's window (for `w=`). */
+  readonly windowMs: number;
+  /** The policy name in the IETF fields. @default 'default' */
+  readonly name?: string;
+  /** @default 'ietf' */
+  readonly mode?: HeaderMode;
+}
+
+/** Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once. */
+export function createHeaderWriter(options: RateLimitHeaderOptions): (d: Decision) => Record<string, string> {
+  const name = options.name ?? 'default';
+  const mode = options.mode ?? 'ietf';
+  const policy = `"${name}";q=`;
+  const windowPart = `;w=${Math.ceil(options.windowMs / 1000)}`;
+  const prefix = `"${name}";r=`;
+  return function writeHeaders(d: Decision): Record<string, string> {
+    const out: Record<string, string> = {};
+    if (mode !== false) {
+      const reset = Math.ceil(d.resetMs / 1000);
+      out['RateLimit-Policy'] = policy + d.limit + windowPart;
+      out['RateLimit'] = `${prefix}${d.remaining};t=${reset}`;
+      if (mode === 'legacy') {
+        out['X-RateLimit-Limit'] = String(d.limit);
+        out['X-RateLimit-Remaining'] = String(d.remaining);
+        out['X-RateLimit-Reset'] = String(reset);
+      }
+    }
+    if (!d.allowed) out['Retry-After'] = String(retryAfterSeconds(d.retryAfterMs));
+    return out;
+  };
+}
+
+/**
+ * The response headers for a decision, as a plain record: IETF `RateLimit-Policy`
+ * (`"<name>";q=<limit>;w=<windowSec>`) and `RateLimit` (`"<name>";r=<remaining>;t=<resetSec>`);
+ * `mode: 'legacy'` adds `X-RateLimit-Limit/Remaining/Reset` (reset in seconds from now); `false`
+ * sends no counters. A refused decision always carries `Retry-After` (ceil seconds, at least 1).
+ */
+export function rateLimitHeaders(decision: Decision, options: RateLimitHeaderOptions): Record<string, string> {
+  return createHeaderWriter(options)(decision);
+}

@@ -1,0 +1,28 @@
+import type { Decision } from '../decision.js';
+import type { ErrorShape } from '../error-shapes.js';
+
+/**
+ * A framework-neutral HTTP response: adapters write `status`, `headers` and `body` in their idiom
+ * and add nothing. Built only here and in the gates, so every framework answers byte for byte alike.
+ */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The serialised body (JSON or plain text, as `headers['Content-Type']` says). */
+  readonly body: string;
+}
+
+/** A JSON answer carrying an error shape. */
+export function jsonAnswer(status: number, shape: ErrorShape, headers: Record<string, string> = {}): HttpAnswer {
+  return { status, headers: { ...headers, 'Content-Type': 'application/json; charset=utf-8' }, body: JSON.stringify(shape) };
+}
+
+/** A plain-text answer (webhooks: no JSON shape). */
+export function textAnswer(status: number, text: string, headers: Record<string, string> = {}): HttpAnswer {
+  return { status, headers: { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }, body: text };
+}
+
+/** What a gate concluded about one request. */
+export type GateResult =
+  | { readonly ok: true; readonly decision: Decision | undefined }
+  | { readonly ok: false; readonly decision: Decision | undefined; readonly answer: HttpAnswer; readonly error: ErrorShape | undefined };

@@ -1,0 +1,181 @@
+import { createClientResolver, parseTrustedProxies, type RawRequest } from '../client.js';
+import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
+import type { Decision } from '../decision.js';
+import { authFailedError, authRateLimitedError, retryAfterSeconds, storeUnavailableError } from '../error-shapes.js';
+import type { Logger } from '../events.js';
+import { createFailureLimiter, type FailureLimiter, type FailureLimiterOptions } from '../failure-limiter.js';
+import { PortcullisConfigError } from '../errors.js';
+import { boolean, func, nonEmptyString, parseOptions, required, withMethods } from '../options.js';
+import { presets } from '../presets.js';
+import { authSubject } from '../subject.js';
+import { type GateResult, jsonAnswer } from './answer.js';
+
+/** What a credential check found. */
+export type AuthOutcome = 'ok' | 'invalid' | 'missing';
+
+/** Options of {@link createAuthGate} (and of every adapter's `authGuard`). */
+export interface AuthGateOptions<Req> {
+  /** Compares the request's credentials. Keep it constant-time. Required by HTTP guards. */
+  verify?: (req: Req) => MaybePromise<AuthOutcome>;
+  /** The credential class (`shared-secret`, `device-token`, …). @default 'default' */
+  scope?: string;
+  /** A failure limiter to use (share one between guards of the same credential class). */
+  limiter?: FailureLimiter;
+  /** Options for a new failure limiter when `limiter` is not given. @default presets.gatewayAuth */
+  options?: FailureLimiterOptions;
+  /** The limiter for requests with an `Origin` (never loopback-exempt). @default same numbers, no exemption */
+  browserLimiter?: FailureLimiter;
+  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
+  trustedProxies?: readonly string[];
+  /** Believe `X-Real-IP` from a trusted proxy. @default false */
+  allowRealIpFallback?: boolean;
+  /** Receives the untrusted-loopback-proxy warning. */
+  logger?: Logger;
+}
+
+const limiterCheck = withMethods<FailureLimiter>('check', 'recordFailure', 'recordSuccess');
+
+/** Options every gate shares with {@link createClientResolver}. */
+export const clientOptionSpec = {
+  trustedProxies: (value: unknown, fail: (expected: string) => never) => {
+    parseTrustedProxies(value, fail);
+    return value as readonly string[];
+  },
+  allowRealIpFallback: boolean,
+  logger: withMethods<Logger>('warn', 'error'),
+};
+
+/** Extra option names an adapter may accept on top of a gate's (its own translation options). */
+export type AdapterOptionSpec = Record<string, (value: unknown, fail: (expected: string) => never) => unknown>;
+
+/** How an adapter builds a gate: its factory name for messages, whether `verify` is required, its own extra options. */
+export interface GateSetup {
+  /** The factory named in config errors. @default 'authGuard' */
+  readonly where?: string;
+  /** Whether `verify` must be given. @default true */
+  readonly needsVerify?: boolean;
+  /** Option names the adapter handles itself (validated here, ignored by the gate). */
+  readonly extra?: AdapterOptionSpec;
+}
+
+/** Throws when both `limiter` and `options` are given: one of them would be silently ignored. */
+export function oneLimiterSource(o: { limiter?: unknown; options?: unknown }, where: string): void {
+  if (o.limiter !== undefined && o.options !== undefined) {
+    throw new PortcullisConfigError('ERR_PORTCULLIS_LIMITER', 'limiter', `${where}: pass either "limiter" or "options", not both`);
+  }
+}
+
+/** Checks the `options` option: a plain object (the limiter factory validates its contents). */
+export function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as T) : fail('an object');
+}
+
+/** A compiled auth gate: one per guarded route or socket server. */
+export interface AuthGate<Req> {
+  /** Runs `verify(req)` and the lockout sequence; `raw` is the Node request behind `req`. */
+  run(raw: RawRequest, req: Req): MaybePromise<GateResult>;
+  /** The lockout sequence for an outcome found elsewhere (e.g. in a first WS frame). */
+  decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult>;
+  /** The limiter for non-browser clients. */
+  readonly limiter: FailureLimiter;
+  /** The limiter for browser clients (requests with `Origin`). */
+  readonly browserLimiter: FailureLimiter;
+}
+
+/** Validates what `verify` returned; anything else is a programming error. */
+export function checkOutcome(outcome: unknown): AuthOutcome {
+  if (outcome === 'ok' || outcome === 'invalid' || outcome === 'missing') return outcome;
+  throw new TypeError(`Portcullis: verify() must return 'ok', 'invalid' or 'missing', got ${String(outcome)}`);
+}
+
+/**
+ * The gateway auth sequence (DESIGN 3.2) for any transport: missing credentials are answered 401
+ * and neither checked nor counted; otherwise the limiter is checked first, so a locked-out client
+ * is refused even with the right credentials; a wrong credential is counted (401), a right one
+ * resets the scope for that client. Browser requests use the browser limiter (DESIGN 3.3).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSetup = {}): AuthGate<Req> {
+  const where = setup.where ?? 'authGuard';
+  const o = parseOptions(
+    options,
+    {
+      ...setup.extra,
+      verify: func,
+      scope: nonEmptyString,
+      limiter: limiterCheck,
+      options: objectOption<FailureLimiterOptions>,
+      browserLimiter: limiterCheck,
+      ...clientOptionSpec,
+    },
+    where,
+  );
+  oneLimiterSource(o, where);
+  const verify = (setup.needsVerify ?? true ? required(o.verify, 'verify', 'a function', where) : o.verify) as
+    | ((req: Req) => MaybePromise<AuthOutcome>)
+    | undefined;
+  const limiter = o.limiter ?? createFailureLimiter({ ...presets.gatewayAuth, ...o.options });
+  const browserLimiter =
+    o.browserLimiter ??
+    createFailureLimiter({
+      maxAttempts: limiter.config.maxAttempts,
+      windowMs: limiter.config.windowMs,
+      lockoutMs: limiter.config.lockoutMs,
+      ipv6Subnet: limiter.config.ipv6Subnet,
+      dryRun: limiter.config.dryRun,
+      exemptLoopback: false,
+      name: `${limiter.config.name}-browser`,
+      store: limiter.store,
+      ...(o.options?.logger !== undefined && { logger: o.options.logger }),
+    });
+  const scope = o.scope ?? 'default';
+  const resolve = createClientResolver({
+    ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
+    ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
+    ...(o.logger !== undefined && { logger: o.logger }),
+  });
+  const missing = jsonAnswer(401, authFailedError('missing'));
+  const invalid = jsonAnswer(401, authFailedError('invalid'));
+
+  function refuse(d: Decision): GateResult {
+    if (d.reason === 'store-error') {
+      return { ok: false, decision: d, answer: jsonAnswer(503, storeUnavailableError()), error: storeUnavailableError() };
+    }
+    const error = authRateLimitedError(d.retryAfterMs);
+    return {
+      ok: false,
+      decision: d,
+      answer: jsonAnswer(429, error, { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) }),
+      error,
+    };
+  }
+
+  function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
+    if (checkOutcome(outcome) === 'missing') return { ok: false, decision: undefined, answer: missing, error: authFailedError('missing') };
+    const client = resolve(raw);
+    const browser = client.origin !== undefined;
+    const lim = browser ? browserLimiter : limiter;
+    const subject = authSubject(client, { exemptLoopback: lim.config.exemptLoopback });
+    return mapMaybe(lim.check(subject, scope), (d): MaybePromise<GateResult> => {
+      if (!d.allowed) return refuse(d);
+      if (outcome === 'ok') return mapMaybe(lim.recordSuccess(subject, scope), (after) => ({ ok: true, decision: after }));
+      return mapMaybe(lim.recordFailure(subject, scope), (after) => ({
+        ok: false,
+        decision: after,
+        answer: invalid,
+        error: authFailedError('invalid'),
+      }));
+    });
+  }
+
+  return {
+    run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
+      const fn = required(verify, 'verify', 'a function', where);
+      const outcome = fn(req);
+      return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
+    },
+    decide,
+    limiter,
+    browserLimiter,
+  };
+}

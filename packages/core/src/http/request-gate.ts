@@ -1,0 +1,184 @@
+import { createClientResolver, type RawRequest } from '../client.js';
+import { isPromise, type MaybePromise, type Clock, type Timers } from '../clock.js';
+import type { Decision } from '../decision.js';
+import { PortcullisConfigError } from '../errors.js';
+import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
+import type { Logger } from '../events.js';
+import { createHeaderWriter, type HeaderMode } from '../headers.js';
+import { ipKey, parseIp } from '../ip.js';
+import { boolean, either, func, integer, oneOf, parseOptions, withMethods } from '../options.js';
+import type { Algorithm, Store } from '../store.js';
+import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
+import { type HttpAnswer, jsonAnswer } from './answer.js';
+import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
+
+/** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
+export interface RequestGateOptions<Req> {
+  /** Requests per window (bucket capacity for `token-bucket`). @default 60 */
+  limit?: number;
+  /** Window length. @default 60_000 */
+  windowMs?: number;
+  /** @default 'fixed-window' */
+  algorithm?: Algorithm;
+  /** The policy name in `RateLimit` headers; namespaces keys in a shared store. @default 'default' */
+  name?: string;
+  /** The bucket of a request. @default the resolved client IP (IPv6 by /64), `unknown` when unresolved */
+  key?: (req: Req) => MaybePromise<string>;
+  /** Requests for which this returns true are not counted and get no headers. */
+  skip?: (req: Req) => MaybePromise<boolean>;
+  /** Units a request spends: a positive integer or a function of the request. @default 1 */
+  cost?: number | ((req: Req) => MaybePromise<number>);
+  /** `true`/`'ietf'`: IETF `RateLimit` fields; `'legacy'`: also `X-RateLimit-*`; `false`: none. @default 'ietf' */
+  headers?: boolean | 'ietf' | 'legacy';
+  /** An existing window limiter to use instead of building one from the numbers above. */
+  limiter?: WindowLimiter;
+  /** Where state lives. @default a new MemoryStore */
+  store?: Store;
+  /** Most keys in the built-in memory store. @default 10_000 */
+  maxEntries?: number;
+  /** Time source for the built-in store. @default systemClock */
+  clock?: Clock;
+  /** Timers for the built-in store's sweep. @default systemTimers */
+  timers?: Timers;
+  /** Count and advertise, but never refuse. @default false */
+  dryRun?: boolean;
+  /** IPv6 clients are keyed by this prefix by default; `false` = full address. @default 64 */
+  ipv6Subnet?: number | false;
+  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
+  trustedProxies?: readonly string[];
+  /** Believe `X-Real-IP` from a trusted proxy. @default false */
+  allowRealIpFallback?: boolean;
+  /** Receives warnings. */
+  logger?: Logger;
+}
+
+/** What the request limiter concluded. */
+export interface RequestResult {
+  /** Whether the request goes on. */
+  readonly ok: boolean;
+  /** The limiter's decision. */
+  readonly decision: Decision;
+  /** Headers to set on every response (counters, and `Retry-After` when refused). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The full refusal (status 429 or 503, headers, JSON body) when `ok` is false. */
+  readonly answer: HttpAnswer | undefined;
+}
+
+/** A compiled request limiter: one per middleware instance. */
+export interface RequestGate<Req> {
+  /** Decides one request; `undefined` when `skip` said so. `raw` is the Node request behind `req`. */
+  run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined>;
+  /** The window limiter in use. */
+  readonly limiter: WindowLimiter;
+}
+
+const fn = func as (value: unknown, fail: (expected: string) => never) => never;
+
+/**
+ * The general request limiter (DESIGN 4) for any HTTP framework: key, skip and cost per request,
+ * IETF headers computed once per decision, and a ready-made 429/503 answer.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createRequestGate<Req>(options?: RequestGateOptions<Req>, extra: AdapterOptionSpec = {}): RequestGate<Req> {
+  const where = 'rateLimit';
+  const o = parseOptions(
+    options,
+    {
+      ...extra,
+      limit: integer(1),
+      windowMs: integer(1),
+      algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
+      name: (v: unknown, fail: (e: string) => never) => (typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v) ? v : fail('a token of 1–64 letters, digits, "_", "." or "-"')),
+      key: fn,
+      skip: fn,
+      cost: either(integer(1), func, 'a positive integer or a function'),
+      headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
+      limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset'),
+      store: withMethods<Store>('consume', 'peek', 'delete'),
+      maxEntries: integer(1),
+      clock: withMethods<Clock>('now'),
+      timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+      dryRun: boolean,
+      ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+      ...clientOptionSpec,
+    },
+    where,
+  );
+  if (o.limiter !== undefined) {
+    const clash = (['limit', 'windowMs', 'algorithm', 'store', 'maxEntries', 'clock', 'timers', 'dryRun', 'name'] as const).find(
+      (k) => o[k] !== undefined,
+    );
+    if (clash !== undefined) {
+      throw new PortcullisConfigError('ERR_PORTCULLIS_LIMITER', 'limiter', `${where}: "${clash}" belongs to the limiter you pass; set it there`);
+    }
+  }
+  const limiter =
+    o.limiter ??
+    createWindowLimiter({
+      ...(o.limit !== undefined && { limit: o.limit }),
+      ...(o.windowMs !== undefined && { windowMs: o.windowMs }),
+      ...(o.algorithm !== undefined && { algorithm: o.algorithm }),
+      ...(o.store !== undefined && { store: o.store }),
+      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
+      ...(o.clock !== undefined && { clock: o.clock }),
+      ...(o.timers !== undefined && { timers: o.timers }),
+      ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
+      ...(o.name !== undefined && { name: o.name }),
+      ...(o.logger !== undefined && { logger: o.logger }),
+    });
+  const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
+  const writeHeaders = createHeaderWriter({ windowMs: limiter.rule.windowMs, name: limiter.name, mode });
+  const subnet = (o.ipv6Subnet ?? 64) as number | false;
+  const resolve = createClientResolver({
+    ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
+    ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
+    ...(o.logger !== undefined && { logger: o.logger }),
+  });
+  const keyFn = o.key as ((req: Req) => MaybePromise<string>) | undefined;
+  const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
+  const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
+
+  function defaultKey(raw: RawRequest): string {
+    const ip = resolve(raw).ip;
+    if (ip === undefined) return 'unknown';
+    // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
+    return ip.includes(':') ? ipKey(parseIp(ip)!, subnet) : ip;
+  }
+
+  function result(d: Decision): RequestResult {
+    const headers = writeHeaders(d);
+    if (d.allowed) return { ok: true, decision: d, headers, answer: undefined };
+    const answer =
+      d.reason === 'store-error'
+        ? jsonAnswer(503, storeUnavailableError())
+        : jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers);
+    return { ok: false, decision: d, headers, answer };
+  }
+
+  function spend(key: string, cost: number): MaybePromise<RequestResult> {
+    const d = limiter.consume(key, cost === 1 ? 1 : checkCost(cost));
+    return isPromise(d) ? d.then(result) : result(d);
+  }
+
+  function withCost(key: string, req: Req): MaybePromise<RequestResult> {
+    if (typeof costOpt !== 'function') return spend(key, costOpt ?? 1);
+    const cost = costOpt(req);
+    return isPromise(cost) ? cost.then((c) => spend(key, c)) : spend(key, cost);
+  }
+
+  function counted(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
+    if (keyFn === undefined) return withCost(defaultKey(raw), req);
+    const key = keyFn(req);
+    return isPromise(key) ? key.then((k) => withCost(k, req)) : withCost(key, req);
+  }
+
+  return {
+    run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined> {
+      if (skipFn === undefined) return counted(raw, req);
+      const skip = skipFn(req);
+      if (isPromise(skip)) return skip.then((s) => (s ? undefined : counted(raw, req)));
+      return skip ? undefined : counted(raw, req);
+    },
+    limiter,
+  };
+}

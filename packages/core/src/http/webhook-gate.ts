@@ -1,0 +1,88 @@
+import { createClientResolver, type RawRequest } from '../client.js';
+import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
+import type { Decision } from '../decision.js';
+import { retryAfterSeconds } from '../error-shapes.js';
+import type { Logger } from '../events.js';
+import { createFailureLimiter, type FailureLimiter, type FailureLimiterOptions } from '../failure-limiter.js';
+import { func, parseOptions, required, withMethods } from '../options.js';
+import { presets } from '../presets.js';
+import { type GateResult, textAnswer } from './answer.js';
+import { type AdapterOptionSpec, type AuthOutcome, checkOutcome, clientOptionSpec, objectOption, oneLimiterSource } from './auth-gate.js';
+
+/** Options of {@link createWebhookGate} (and of every adapter's `webhookGuard`). */
+export interface WebhookGateOptions<Req> {
+  /** Compares the webhook token. A missing token counts as a failure. */
+  verify: (req: Req) => MaybePromise<AuthOutcome>;
+  /** A failure limiter to use. */
+  limiter?: FailureLimiter;
+  /** Options for a new failure limiter when `limiter` is not given. @default presets.webhookAuth */
+  options?: FailureLimiterOptions;
+  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
+  trustedProxies?: readonly string[];
+  /** Believe `X-Real-IP` from a trusted proxy. @default false */
+  allowRealIpFallback?: boolean;
+  /** Receives the untrusted-loopback-proxy warning. */
+  logger?: Logger;
+}
+
+/** A compiled webhook gate. */
+export interface WebhookGate<Req> {
+  /** Runs `verify(req)` and the failure-path limiter; `raw` is the Node request behind `req`. */
+  run(raw: RawRequest, req: Req): MaybePromise<GateResult>;
+  /** The limiter in use. */
+  readonly limiter: FailureLimiter;
+}
+
+/**
+ * Webhook ingress (DESIGN 3.4): the limiter is consulted on the failure path only. A correct token
+ * resets the client's counter and passes (even during a lockout); a wrong or missing token is
+ * counted: 401 below the limit, plain `429 Too Many Requests` with `Retry-After` once locked.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createWebhookGate<Req>(options: WebhookGateOptions<Req>, extra: AdapterOptionSpec = {}): WebhookGate<Req> {
+  const where = 'webhookGuard';
+  const o = parseOptions(
+    options,
+    {
+      ...extra,
+      verify: func,
+      limiter: withMethods<FailureLimiter>('recordFailure', 'recordSuccess'),
+      options: objectOption<FailureLimiterOptions>,
+      ...clientOptionSpec,
+    },
+    where,
+  );
+  oneLimiterSource(o, where);
+  const verify = required(o.verify, 'verify', 'a function', where) as (req: Req) => MaybePromise<AuthOutcome>;
+  const limiter = o.limiter ?? createFailureLimiter({ ...presets.webhookAuth, name: 'webhook', ...o.options });
+  const resolve = createClientResolver({
+    ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
+    ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
+    ...(o.logger !== undefined && { logger: o.logger }),
+  });
+  const unauthorized = textAnswer(401, 'Unauthorized');
+  const unavailable = textAnswer(503, 'Service Unavailable');
+
+  function afterFailure(d: Decision): GateResult {
+    if (d.allowed) return { ok: false, decision: d, answer: unauthorized, error: undefined };
+    if (d.reason === 'store-error') return { ok: false, decision: d, answer: unavailable, error: undefined };
+    const answer = textAnswer(429, 'Too Many Requests', { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) });
+    return { ok: false, decision: d, answer, error: undefined };
+  }
+
+  function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
+    // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
+    const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
+    if (checkOutcome(outcome) === 'ok') return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
+    checkOutcome(outcome);
+    return mapMaybe(limiter.recordFailure(subject), afterFailure);
+  }
+
+  return {
+    run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
+      const outcome = verify(req);
+      return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
+    },
+    limiter,
+  };
+}

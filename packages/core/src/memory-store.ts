@@ -1,0 +1,304 @@
+import {
+  fixedWindowBlockedUntil,
+  fixedWindowConsume,
+  fixedWindowExpiresAt,
+  fixedWindowPeek,
+  fixedWindowRoll,
+  type FixedWindowState,
+} from './algorithms/fixed-window.js';
+import {
+  failureCheck,
+  failureExpiresAt,
+  failureRecord,
+  failureRoll,
+  type FailureState,
+} from './algorithms/failure-log.js';
+import {
+  slidingWindowBlockedUntil,
+  slidingWindowConsume,
+  slidingWindowExpiresAt,
+  slidingWindowPeek,
+  slidingWindowRoll,
+  type SlidingWindowState,
+} from './algorithms/sliding-window.js';
+import {
+  tokenBucketBlockedUntil,
+  tokenBucketConsume,
+  tokenBucketExpiresAt,
+  tokenBucketPeek,
+  tokenBucketRoll,
+  type TokenBucketState,
+} from './algorithms/token-bucket.js';
+import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
+import { type Decision, decision } from './decision.js';
+import { integer, parseOptions, withMethods } from './options.js';
+import type { FailureDecision, FailureRule, Store, WindowRule } from './store.js';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Most keys held at once. When full, expired keys go first, then the oldest key that is not
+   * locked out or blocked; an active lockout is never forgotten.
+   * @default 10_000
+   */
+  maxEntries?: number;
+  /** How often the single background sweep drops expired keys. @default 60_000 */
+  sweepIntervalMs?: number;
+  /** Time source. @default systemClock */
+  clock?: Clock;
+  /** Timer functions for the sweep. @default systemTimers (unref'ed) */
+  timers?: Timers;
+}
+
+type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
+
+interface Slot {
+  kind: Kind;
+  state: FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
+  /** From this instant the slot equals an absent one. */
+  expiresAt: number;
+  /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
+  protectedUntil: number;
+}
+
+const memoryStoreSpec = {
+  maxEntries: integer(1),
+  sweepIntervalMs: integer(1),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+};
+
+/**
+ * The in-process store: synchronous, bounded (`maxEntries`), lazily expiring, with at most one
+ * `unref()`ed sweep timer. Every answer is a plain {@link Decision}, never a promise.
+ */
+export class MemoryStore implements Store {
+  readonly #slots = new Map<string, Slot>();
+  readonly #max: number;
+  readonly #sweepMs: number;
+  readonly #clock: Clock;
+  readonly #timers: Timers;
+  #sweepTimer: TimerHandle | undefined;
+  /** No slot expires before this instant (a lower bound), so a full sweep before it is pointless. */
+  #expiryHint = Number.POSITIVE_INFINITY;
+  /** While now < this, every slot is protected and the store refuses new keys. */
+  #saturatedUntil = 0;
+  #closed = false;
+
+  /** @param options see {@link MemoryStoreOptions} */
+  constructor(options?: MemoryStoreOptions) {
+    const o = parseOptions(options, memoryStoreSpec, 'MemoryStore');
+    this.#max = o.maxEntries ?? 10_000;
+    this.#sweepMs = o.sweepIntervalMs ?? 60_000;
+    this.#clock = o.clock ?? systemClock;
+    this.#timers = o.timers ?? systemTimers;
+  }
+
+  /** The most keys this store holds. */
+  get maxEntries(): number {
+    return this.#max;
+  }
+
+  consume(key: string, rule: WindowRule, cost: number): Decision {
+    const now = this.#clock.now();
+    const slot = this.#live(key, rule.algorithm, now);
+    switch (rule.algorithm) {
+      case 'fixed-window': {
+        const state = fixedWindowRoll(slot?.state as FixedWindowState | undefined, now, rule);
+        const d = fixedWindowConsume(state, now, rule, cost, key);
+        return this.#store(key, slot, 'fixed-window', state, d, now, fixedWindowExpiresAt(state, rule), fixedWindowBlockedUntil(state, rule));
+      }
+      case 'sliding-window': {
+        const state = slidingWindowRoll(slot?.state as SlidingWindowState | undefined, now, rule);
+        const d = slidingWindowConsume(state, now, rule, cost, key);
+        return this.#store(key, slot, 'sliding-window', state, d, now, slidingWindowExpiresAt(state, rule), slidingWindowBlockedUntil(state, now, rule));
+      }
+      default: {
+        const state = tokenBucketRoll(slot?.state as TokenBucketState | undefined, now, rule);
+        const d = tokenBucketConsume(state, now, rule, cost, key);
+        return this.#store(key, slot, 'token-bucket', state, d, now, tokenBucketExpiresAt(state, rule), tokenBucketBlockedUntil(state, rule));
+      }
+    }
+  }
+
+  peek(key: string, rule: WindowRule): Decision {
+    const now = this.#clock.now();
+    const slot = this.#live(key, rule.algorithm, now);
+    if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.limit, now);
+    switch (rule.algorithm) {
+      case 'fixed-window':
+        return fixedWindowPeek(slot?.state as FixedWindowState | undefined, now, rule, key);
+      case 'sliding-window':
+        return slidingWindowPeek(slot?.state as SlidingWindowState | undefined, now, rule, key);
+      default:
+        return tokenBucketPeek(slot?.state as TokenBucketState | undefined, now, rule, key);
+    }
+  }
+
+  checkFailures(key: string, rule: FailureRule): Decision {
+    const now = this.#clock.now();
+    const slot = this.#liveFailure(key, now, rule);
+    if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.maxAttempts, now);
+    return failureCheck(slot?.state as FailureState | undefined, now, rule, key);
+  }
+
+  recordFailure(key: string, rule: FailureRule): FailureDecision {
+    const now = this.#clock.now();
+    const slot = this.#liveFailure(key, now, rule);
+    const state = (slot?.state as FailureState | undefined) ?? { log: [], lockedUntil: 0 };
+    if (slot === undefined && !this.#admit(key, now)) return this.#overflow(key, rule.maxAttempts, now);
+    const d = failureRecord(state, now, rule, key);
+    this.#put(key, slot, 'failure', state, now, failureExpiresAt(state, rule), state.lockedUntil);
+    return d;
+  }
+
+  delete(key: string): void {
+    if (this.#slots.delete(key)) this.#saturatedUntil = 0;
+  }
+
+  size(): number {
+    return this.#slots.size;
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#sweepTimer !== undefined) this.#timers.clearTimeout(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    this.#slots.clear();
+  }
+
+  /** Drops every expired key now (the background sweep calls this). Returns how many went. */
+  sweep(): number {
+    return this.#sweepExpired(this.#clock.now());
+  }
+
+  /** Read-only view of the keys under lockout or block, for status pages. */
+  *protectedKeys(): IterableIterator<{ key: string; kind: Kind; untilMs: number }> {
+    const now = this.#clock.now();
+    for (const [key, slot] of this.#slots) {
+      if (slot.protectedUntil > now) yield { key, kind: slot.kind, untilMs: slot.protectedUntil - now };
+    }
+  }
+
+  #live(key: string, kind: Kind, now: number): Slot | undefined {
+    const slot = this.#slots.get(key);
+    if (slot === undefined) return undefined;
+    if (slot.kind !== kind || now >= slot.expiresAt) {
+      this.#slots.delete(key);
+      this.#saturatedUntil = 0;
+      return undefined;
+    }
+    return slot;
+  }
+
+  #liveFailure(key: string, now: number, rule: FailureRule): Slot | undefined {
+    const slot = this.#live(key, 'failure', now);
+    if (slot === undefined) return undefined;
+    if (failureRoll(slot.state as FailureState, now, rule) === undefined) {
+      this.#slots.delete(key);
+      this.#saturatedUntil = 0;
+      return undefined;
+    }
+    return slot;
+  }
+
+  #store(
+    key: string,
+    slot: Slot | undefined,
+    kind: Kind,
+    state: Slot['state'],
+    d: Decision,
+    now: number,
+    expiresAt: number,
+    protectedUntil: number,
+  ): Decision {
+    if (slot === undefined) {
+      // A refused first call changes nothing, so there is nothing to remember.
+      if (!d.allowed) return d;
+      if (!this.#admit(key, now)) return this.#overflow(key, d.limit, now);
+    }
+    this.#put(key, slot, kind, state, now, expiresAt, protectedUntil);
+    return d;
+  }
+
+  #put(key: string, slot: Slot | undefined, kind: Kind, state: Slot['state'], now: number, expiresAt: number, protectedUntil: number): void {
+    if (slot === undefined) {
+      this.#slots.set(key, { kind, state, expiresAt, protectedUntil: protectedUntil > now ? protectedUntil : 0 });
+      if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
+    } else {
+      slot.state = state;
+      slot.expiresAt = expiresAt;
+      slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+    }
+    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+  }
+
+  #overflow(key: string, limit: number, now: number): Decision {
+    const wait = Math.max(1, this.#saturatedUntil - now);
+    return decision(false, 'overflow', limit, 0, wait, wait, key);
+  }
+
+  /** Whether a new key could be stored now, evicting nothing. */
+  #hasRoom(now: number): boolean {
+    if (this.#slots.size < this.#max) return true;
+    if (now >= this.#expiryHint) this.#sweepExpired(now);
+    if (this.#slots.size < this.#max) return true;
+    if (this.#saturatedUntil > now) return false;
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const slot of this.#slots.values()) {
+      if (slot.protectedUntil <= now) return true;
+      if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
+    }
+    this.#saturatedUntil = soonest;
+    return false;
+  }
+
+  /** Makes room for one new key, or reports that every key is protected. */
+  #admit(key: string, now: number): boolean {
+    if (this.#slots.size < this.#max) return true;
+    if (now >= this.#expiryHint) this.#sweepExpired(now);
+    if (this.#slots.size < this.#max) return true;
+    if (this.#saturatedUntil > now) return false;
+    const slots = this.#slots;
+    let soonest = Number.POSITIVE_INFINITY;
+    let budget = slots.size;
+    for (const [k, slot] of slots) {
+      if (budget-- <= 0) break;
+      if (slot.protectedUntil <= now) {
+        slots.delete(k);
+        return true;
+      }
+      // Move protected slots to the back so the next eviction does not walk past them again.
+      slots.delete(k);
+      slots.set(k, slot);
+      if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
+    }
+    this.#saturatedUntil = soonest;
+    return false;
+  }
+
+  #sweepExpired(now: number): number {
+    let dropped = 0;
+    let hint = Number.POSITIVE_INFINITY;
+    for (const [key, slot] of this.#slots) {
+      if (now >= slot.expiresAt) {
+        this.#slots.delete(key);
+        dropped++;
+      } else if (slot.expiresAt < hint) {
+        hint = slot.expiresAt;
+      }
+    }
+    this.#expiryHint = hint;
+    if (dropped > 0) this.#saturatedUntil = 0;
+    return dropped;
+  }
+
+  #armSweep(): void {
+    this.#sweepTimer = this.#timers.setTimeout(() => {
+      this.#sweepTimer = undefined;
+      if (this.#closed) return;
+      this.#sweepExpired(this.#clock.now());
+      if (this.#slots.size > 0) this.#armSweep();
+    }, this.#sweepMs);
+  }
+}

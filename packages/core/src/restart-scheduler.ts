@@ -1,0 +1,132 @@
+import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
+import type { Logger } from './events.js';
+import { func, integer, parseOptions, required, withMethods } from './options.js';
+
+/** What `onRestart` is told. */
+export interface RestartEvent {
+  /** The reasons of every request coalesced into this restart, in arrival order. */
+  readonly reasons: readonly string[];
+}
+
+/** Options of {@link createRestartScheduler}. */
+export interface RestartSchedulerOptions {
+  /** Performs the restart. Errors (thrown or rejected) are logged, never lost. */
+  onRestart: (event: RestartEvent) => void | Promise<void>;
+  /** Least time between two restarts, added on top of the requested delay. @default 30_000 */
+  cooldownMs?: number;
+  /** Delay of a request that names none. @default 2_000 */
+  defaultDelayMs?: number;
+  /** Requested delays are capped here. @default 60_000 */
+  maxDelayMs?: number;
+  /** Time source. @default systemClock */
+  clock?: Clock;
+  /** Timer functions. @default systemTimers (unref'ed) */
+  timers?: Timers;
+  /** Receives errors from `onRestart`. */
+  logger?: Logger;
+}
+
+/** What a restart request was answered. */
+export interface RestartAttempt {
+  /** True when the request joined a restart already pending (possibly pulling it forward). */
+  readonly coalesced: boolean;
+  /** Time until the (pending) restart runs. */
+  readonly delayMs: number;
+  /** Cooldown added because the last restart was less than `cooldownMs` ago. */
+  readonly cooldownMsApplied: number;
+}
+
+/** Coalesces restart requests and keeps restarts `cooldownMs` apart. Lives as long as its process. */
+export interface RestartScheduler {
+  /** Asks for a restart; never rejected, only scheduled. Delays are clamped to `[0, maxDelayMs]`. */
+  request(options?: { delayMs?: number; reason?: string }): RestartAttempt;
+  /** The pending restart, if any. */
+  pending(): { readonly dueInMs: number; readonly reasons: readonly string[] } | undefined;
+  /** When the last restart ran (clock ms), if one has. */
+  lastRestartAt(): number | undefined;
+  /** Cancels a pending restart and stops the timer. */
+  close(): void;
+}
+
+const restartSpec = {
+  onRestart: func,
+  cooldownMs: integer(0),
+  defaultDelayMs: integer(0),
+  maxDelayMs: integer(0),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  logger: withMethods<Logger>('warn', 'error'),
+};
+
+/**
+ * Creates the restart scheduler (DESIGN 3.6): requests coalesce into one pending restart; the
+ * cooldown since the last restart is added on top of the requested delay; an earlier request pulls
+ * a pending restart forward.
+ * @throws {PortcullisConfigError} for a wrong or unknown option (`onRestart` is required)
+ */
+export function createRestartScheduler(options: RestartSchedulerOptions): RestartScheduler {
+  const o = parseOptions(options, restartSpec, 'createRestartScheduler');
+  const onRestart = required(o.onRestart, 'onRestart', 'a function', 'createRestartScheduler') as RestartSchedulerOptions['onRestart'];
+  const cooldownMs = o.cooldownMs ?? 30_000;
+  const defaultDelayMs = o.defaultDelayMs ?? 2_000;
+  const maxDelayMs = o.maxDelayMs ?? 60_000;
+  const clock = o.clock ?? systemClock;
+  const timers = o.timers ?? systemTimers;
+  const logger = o.logger;
+
+  let last: number | undefined;
+  let timer: TimerHandle | undefined;
+  let dueAt = 0;
+  let reasons: string[] = [];
+
+  function fail(error: unknown): void {
+    if (logger) logger.error({ err: error }, 'Portcullis: restart failed');
+    else process.emitWarning(`Portcullis: restart failed: ${String(error)}`);
+  }
+
+  function fire(): void {
+    timer = undefined;
+    last = clock.now();
+    const event = { reasons };
+    reasons = [];
+    try {
+      const result = onRestart(event);
+      if (result && typeof result.then === 'function') result.then(undefined, fail);
+    } catch (error) {
+      fail(error);
+    }
+  }
+
+  function schedule(at: number, now: number): void {
+    if (timer !== undefined) timers.clearTimeout(timer);
+    dueAt = at;
+    timer = timers.setTimeout(fire, at - now);
+  }
+
+  return {
+    request(req = {}): RestartAttempt {
+      const requested = req.delayMs ?? defaultDelayMs;
+      if (typeof requested !== 'number' || Number.isNaN(requested)) {
+        throw new TypeError(`Portcullis: restart delayMs must be a number, got ${String(requested)}`);
+      }
+      const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
+      const now = clock.now();
+      const cooldownMsApplied = last === undefined ? 0 : Math.max(0, last + cooldownMs - now);
+      const due = now + delay + cooldownMsApplied;
+      if (req.reason !== undefined) reasons.push(req.reason);
+      if (timer !== undefined) {
+        if (due < dueAt) schedule(due, now);
+        return { coalesced: true, delayMs: dueAt - now, cooldownMsApplied };
+      }
+      schedule(due, now);
+      return { coalesced: false, delayMs: due - now, cooldownMsApplied };
+    },
+    pending: () => (timer === undefined ? undefined : { dueInMs: Math.max(0, dueAt - clock.now()), reasons: [...reasons] }),
+    lastRestartAt: () => last,
+    close(): void {
+      if (timer !== undefined) timers.clearTimeout(timer);
+      timer = undefined;
+      reasons = [];
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { fixedWindowConsume, fixedWindowPeek, fixedWindowRoll, type FixedWindowState } from './algorithms/fixed-window.js';
+import { type Clock, systemClock } from './clock.js';
+import type { Decision } from './decision.js';
+import { sessionRateLimitMessage } from './error-shapes.js';
+import { integer, parseOptions, withMethods } from './options.js';
+import type { WindowRule } from './store.js';
+
+/** Options of {@link createSessionCreationLimiter}. */
+export interface SessionCreationLimiterOptions {
+  /** New sessions per window. @default 120 */
+  limit?: number;
+  /** Window length. @default 10_000 */
+  windowMs?: number;
+  /** Time source. @default systemClock */
+  clock?: Clock;
+}
+
+/** One fixed window per instance; the state dies with the instance. */
+export interface SessionCreationLimiter {
+  /**
+   * Spends one session creation for `method`, or throws an `Error` whose message is exactly
+   * `ACP session creation rate limit exceeded for <method>; retry after <n>s.` (no retry field).
+   */
+  consume(method: string): void;
+  /** The current budget, without spending. */
+  peek(): Decision;
+  /** Starts a fresh window. */
+  reset(): void;
+}
+
+const sessionSpec = { limit: integer(1), windowMs: integer(1), clock: withMethods<Clock>('now') };
+
+/**
+ * Creates the session-creation limiter (DESIGN 3.6): 120 new sessions per 10 s per instance by
+ * default, as a fixed window anchored at the first creation. Re-opening a known session must not
+ * call `consume` (see `@portcullis/rpc`'s `withSessionCreationLimit`).
+ */
+export function createSessionCreationLimiter(options?: SessionCreationLimiterOptions): SessionCreationLimiter {
+  const o = parseOptions(options, sessionSpec, 'createSessionCreationLimiter');
+  const rule: WindowRule = { algorithm: 'fixed-window', limit: o.limit ?? 120, windowMs: o.windowMs ?? 10_000 };
+  const clock = o.clock ?? systemClock;
+  let state: FixedWindowState | undefined;
+  return {
+    consume(method: string): void {
+      const now = clock.now();
+      const next = fixedWindowRoll(state, now, rule);
+      const d = fixedWindowConsume(next, now, rule, 1, 'session-creation');
+      if (!d.allowed) throw new Error(sessionRateLimitMessage(method, d.retryAfterMs));
+      state = next;
+    },
+    peek: () => fixedWindowPeek(state, clock.now(), rule, 'session-creation'),
+    reset(): void {
+      state = undefined;
+    },
+  };
+}

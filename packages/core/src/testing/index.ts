@@ -1,0 +1,7 @@
+/**
+ * @portcullis/core/testing — a manual clock for deterministic tests and the store conformance
+ * suite every store must pass. Imports `vitest`; use it from tests only.
+ * @packageDocumentation
+ */
+export { type ManualClock, manualClock } from './manual-clock.js';
+export { describeStoreConformance, type StoreHarness } from './store-conformance.js';

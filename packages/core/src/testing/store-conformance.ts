@@ -1,0 +1,187 @@
+import { describe, expect, it } from 'vitest';
+import type { Decision } from '../decision.js';
+import type { FailureRule, Store, WindowRule } from '../store.js';
+
+/** What a store's conformance run needs: a fresh store whose clock the suite can move. */
+export interface StoreHarness {
+  /** A store with no keys (or a fresh key prefix). */
+  readonly store: Store;
+  /** Moves the store's clock forward by `ms`. */
+  advance(ms: number): void | Promise<void>;
+  /** Releases the store. */
+  teardown?(): void | Promise<void>;
+}
+
+const fixed: WindowRule = { algorithm: 'fixed-window', limit: 3, windowMs: 1000 };
+const sliding: WindowRule = { algorithm: 'sliding-window', limit: 4, windowMs: 1000 };
+const bucket: WindowRule = { algorithm: 'token-bucket', limit: 5, windowMs: 1000 };
+const failures: FailureRule = { maxAttempts: 3, windowMs: 1000, lockoutMs: 5000 };
+
+function d(
+  key: string,
+  limit: number,
+  allowed: boolean,
+  reason: Decision['reason'],
+  remaining: number,
+  retryAfterMs: number,
+  resetMs: number,
+): Decision {
+  return { allowed, reason, limit, remaining, retryAfterMs, resetMs, key };
+}
+
+/**
+ * The suite every {@link Store} must pass: exact decisions of every algorithm and of the failure
+ * log at every boundary, driven by the harness's clock. Run it from a test file:
+ * `describeStoreConformance('MemoryStore', () => { const c = manualClock(); return { store: new MemoryStore({ clock: c, timers: c }), advance: c.advance }; })`.
+ */
+export function describeStoreConformance(name: string, factory: () => StoreHarness | Promise<StoreHarness>): void {
+  describe(`${name} store conformance`, () => {
+    async function withStore(body: (s: Store, advance: (ms: number) => Promise<void>) => Promise<void>): Promise<void> {
+      const h = await factory();
+      try {
+        await body(h.store, async (ms) => {
+          await h.advance(ms);
+        });
+      } finally {
+        await h.teardown?.();
+      }
+    }
+
+    it('fixed window: anchored at the first call, refused calls free, reopens exactly at reset', () =>
+      withStore(async (s, advance) => {
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, true, 'allowed', 2, 0, 1000));
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, true, 'allowed', 1, 0, 1000));
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, true, 'allowed', 0, 0, 1000));
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, false, 'limited', 0, 1000, 1000));
+        await advance(400);
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, false, 'limited', 0, 600, 600));
+        expect(await s.peek('k', fixed)).toEqual(d('k', 3, false, 'limited', 0, 600, 600));
+        await advance(599);
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, false, 'limited', 0, 1, 1));
+        await advance(1);
+        expect(await s.consume('k', fixed, 1)).toEqual(d('k', 3, true, 'allowed', 2, 0, 1000));
+        expect(await s.consume('k', fixed, 2)).toEqual(d('k', 3, true, 'allowed', 0, 0, 1000));
+      }));
+
+    it('fixed window: a too-large cost is refused and spends nothing; peek has no side effects', () =>
+      withStore(async (s, advance) => {
+        expect(await s.peek('c', fixed)).toEqual(d('c', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.consume('c', fixed, 2)).toEqual(d('c', 3, true, 'allowed', 1, 0, 1000));
+        await advance(250);
+        expect(await s.consume('c', fixed, 2)).toEqual(d('c', 3, false, 'limited', 1, 750, 750));
+        expect(await s.peek('c', fixed)).toEqual(d('c', 3, true, 'allowed', 1, 0, 750));
+        expect(await s.peek('c', fixed)).toEqual(d('c', 3, true, 'allowed', 1, 0, 750));
+        expect(await s.consume('c', fixed, 1)).toEqual(d('c', 3, true, 'allowed', 0, 0, 750));
+        expect(await s.consume('c', fixed, 4)).toEqual(d('c', 3, false, 'limited', 0, 750, 750));
+        expect(await s.consume('fresh', fixed, 4)).toEqual(d('fresh', 3, false, 'limited', 3, 1000, 1000));
+        expect(await s.peek('fresh', fixed)).toEqual(d('fresh', 3, true, 'allowed', 3, 0, 0));
+      }));
+
+    it('sliding window: the previous window weighs by its overlap', () =>
+      withStore(async (s, advance) => {
+        for (const remaining of [3, 2, 1, 0]) {
+          expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, true, 'allowed', remaining, 0, 2000));
+        }
+        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 1250, 2000));
+        await advance(1000);
+        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 250, 1000));
+        expect(await s.peek('s', sliding)).toEqual(d('s', 4, false, 'limited', 0, 250, 1000));
+        await advance(249);
+        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 1, 1000 - 249));
+        await advance(1);
+        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, true, 'allowed', 0, 0, 1750));
+        await advance(500);
+        // prev 4 × 250 + curr 1 × 1000 = 2000 of 4000: two more fit.
+        expect(await s.peek('s', sliding)).toEqual(d('s', 4, true, 'allowed', 2, 0, 1250));
+        expect(await s.consume('s', sliding, 2)).toEqual(d('s', 4, true, 'allowed', 0, 0, 1250));
+        await advance(250);
+        expect(await s.peek('s', sliding)).toEqual(d('s', 4, true, 'allowed', 1, 0, 1000));
+        await advance(1000);
+        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, true, 'allowed', 3, 0, 2000));
+        expect(await s.peek('t', sliding)).toEqual(d('t', 4, true, 'allowed', 4, 0, 0));
+      }));
+
+    it('token bucket: continuous refill in exact integer steps', () =>
+      withStore(async (s, advance) => {
+        for (const [remaining, reset] of [[4, 200], [3, 400], [2, 600], [1, 800], [0, 1000]] as const) {
+          expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, true, 'allowed', remaining, 0, reset));
+        }
+        expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, false, 'limited', 0, 200, 1000));
+        await advance(100);
+        expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, false, 'limited', 0, 100, 900));
+        expect(await s.peek('b', bucket)).toEqual(d('b', 5, false, 'limited', 0, 100, 900));
+        await advance(100);
+        expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, true, 'allowed', 0, 0, 1000));
+        expect(await s.consume('b2', bucket, 3)).toEqual(d('b2', 5, true, 'allowed', 2, 0, 600));
+        expect(await s.consume('b2', bucket, 3)).toEqual(d('b2', 5, false, 'limited', 2, 200, 600));
+        await advance(5000);
+        expect(await s.peek('b2', bucket)).toEqual(d('b2', 5, true, 'allowed', 5, 0, 0));
+        expect(await s.consume('b2', bucket, 6)).toEqual(d('b2', 5, false, 'limited', 5, 1000, 0));
+        expect(await s.consume('s2', sliding, 5)).toEqual(d('s2', 4, false, 'limited', 4, 1000, 0));
+      }));
+
+    it('failure log: the failure reaching maxAttempts locks; lockout neither counts nor extends; expiry clears', () =>
+      withStore(async (s, advance) => {
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 2, 0, 1000));
+        await advance(100);
+        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 1, 0, 1000));
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 1, 0, 1000));
+        await advance(100);
+        expect(await s.recordFailure('f', failures)).toEqual({ ...d('f', 3, false, 'locked', 0, 5000, 5000), lockoutStarted: true });
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, false, 'locked', 0, 5000, 5000));
+        await advance(1000);
+        const during = await s.recordFailure('f', failures);
+        expect(during).toEqual(d('f', 3, false, 'locked', 0, 4000, 4000));
+        expect(during).not.toHaveProperty('lockoutStarted', true);
+        await advance(3999);
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, false, 'locked', 0, 1, 1));
+        await advance(1);
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 2, 0, 1000));
+      }));
+
+    it('failure log: a failure exactly windowMs old has expired', () =>
+      withStore(async (s, advance) => {
+        await s.recordFailure('g', failures);
+        await advance(500);
+        await s.recordFailure('g', failures);
+        await advance(500);
+        expect(await s.checkFailures('g', failures)).toEqual(d('g', 3, true, 'allowed', 2, 0, 500));
+        expect(await s.recordFailure('g', failures)).toEqual(d('g', 3, true, 'allowed', 1, 0, 1000));
+        await advance(499);
+        expect(await s.recordFailure('g', failures)).toEqual({ ...d('g', 3, false, 'locked', 0, 5000, 5000), lockoutStarted: true });
+      }));
+
+    it('delete forgets a key: window, bucket, history and lockout', () =>
+      withStore(async (s) => {
+        for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);
+        expect((await s.checkFailures('x', failures)).reason).toBe('locked');
+        await s.delete('x');
+        expect(await s.checkFailures('x', failures)).toEqual(d('x', 3, true, 'allowed', 3, 0, 0));
+        for (let i = 0; i < 3; i++) await s.consume('y', fixed, 1);
+        await s.delete('y');
+        expect(await s.consume('y', fixed, 1)).toEqual(d('y', 3, true, 'allowed', 2, 0, 1000));
+        await s.delete('never-seen');
+      }));
+
+    it('keys are independent', () =>
+      withStore(async (s) => {
+        for (let i = 0; i < 3; i++) await s.consume('a', fixed, 1);
+        expect((await s.consume('a', fixed, 1)).allowed).toBe(false);
+        expect(await s.consume('b', fixed, 1)).toEqual(d('b', 3, true, 'allowed', 2, 0, 1000));
+        for (let i = 0; i < 3; i++) await s.recordFailure('a:f', failures);
+        expect(await s.checkFailures('b:f', failures)).toEqual(d('b:f', 3, true, 'allowed', 3, 0, 0));
+      }));
+
+    it('concurrent calls never pass more than the limit', () =>
+      withStore(async (s) => {
+        const rule: WindowRule = { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 };
+        const all = await Promise.all(Array.from({ length: 50 }, () => s.consume('burst', rule, 1)));
+        expect(all.filter((x) => x.allowed)).toHaveLength(10);
+        const fails = await Promise.all(Array.from({ length: 20 }, () => s.recordFailure('burst-f', failures)));
+        expect(fails.filter((x) => x.allowed)).toHaveLength(2);
+        expect(fails.filter((x) => (x as { lockoutStarted?: true }).lockoutStarted)).toHaveLength(1);
+      }));
+  });
+}

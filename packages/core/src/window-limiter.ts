@@ -1,0 +1,136 @@
+import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.js';
+import { asDryRun, type Decision, withKey } from './decision.js';
+import { PortcullisConfigError } from './errors.js';
+import { type Logger, publishDecision } from './events.js';
+import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
+import { MemoryStore } from './memory-store.js';
+import { boolean, integer, nonEmptyString, oneOf, parseOptions, withMethods } from './options.js';
+import type { Algorithm, Store, WindowRule } from './store.js';
+
+/** Options of {@link createWindowLimiter}. */
+export interface WindowLimiterOptions {
+  /** Units per window (bucket capacity for `token-bucket`). @default 60 */
+  limit?: number;
+  /** Window length (time to refill a whole bucket for `token-bucket`). @default 60_000 */
+  windowMs?: number;
+  /** @default 'fixed-window' */
+  algorithm?: Algorithm;
+  /** Where state lives. @default a new MemoryStore */
+  store?: Store;
+  /** Most keys in the built-in memory store (not allowed together with `store`). @default 10_000 */
+  maxEntries?: number;
+  /** Time source for the built-in store. @default systemClock */
+  clock?: Clock;
+  /** Timers for the built-in store's sweep. @default systemTimers */
+  timers?: Timers;
+  /** Optional logger (store problems). */
+  logger?: Logger;
+  /** Count and publish as usual, but never refuse. @default false */
+  dryRun?: boolean;
+  /** Names the limiter in events and headers; namespaces its keys in a shared store. @default 'default' */
+  name?: string;
+}
+
+/** A window limiter: fixed window, sliding window or token bucket over opaque keys. */
+export interface WindowLimiter {
+  /** Spends `cost` units of `key`; a refused call spends nothing. */
+  consume(key: string, cost?: number): MaybePromise<Decision>;
+  /** What `consume(key)` would answer, without side effects. */
+  peek(key: string): MaybePromise<Decision>;
+  /** Forgets `key`. */
+  reset(key: string): MaybePromise<void>;
+  /** Keys held by the store. */
+  size(): MaybePromise<number>;
+  /** Stops the store's timer (and closes a store the limiter created). */
+  close(): MaybePromise<void>;
+  /** The rule in force. */
+  readonly rule: WindowRule;
+  /** The limiter's name. */
+  readonly name: string;
+  /** Whether the limiter is in dry-run mode. */
+  readonly dryRun: boolean;
+  /** The store in use. */
+  readonly store: Store;
+}
+
+const windowLimiterSpec = {
+  limit: integer(1),
+  windowMs: integer(1),
+  algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
+  store: withMethods<Store>('consume', 'peek', 'delete'),
+  maxEntries: integer(1),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  logger: withMethods<Logger>('warn', 'error'),
+  dryRun: boolean,
+  name: nonEmptyString,
+};
+
+/** Validates a per-call cost: a positive safe integer. */
+export function checkCost(cost: unknown): number {
+  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost;
+  const error = new RangeError(`Portcullis: cost must be a positive integer, got ${String(cost)}`);
+  (error as RangeError & { code: string }).code = 'ERR_PORTCULLIS_COST';
+  throw error;
+}
+
+/**
+ * Creates a window limiter. `fixed-window` is anchored at a key's first call and refused calls are
+ * free; `sliding-window` is the weighted two-window counter; `token-bucket` refills continuously.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter {
+  const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
+  if (o.store !== undefined && o.maxEntries !== undefined) {
+    throw new PortcullisConfigError('ERR_PORTCULLIS_MAX_ENTRIES', 'maxEntries', 'createWindowLimiter: maxEntries sizes the built-in store; set it on the store you pass instead');
+  }
+  const rule: WindowRule = Object.freeze({
+    algorithm: o.algorithm ?? 'fixed-window',
+    limit: o.limit ?? 60,
+    windowMs: o.windowMs ?? 60_000,
+  });
+  const name = o.name ?? 'default';
+  const dryRun = o.dryRun ?? false;
+  const ownStore = o.store === undefined;
+  const store: Store =
+    o.store ??
+    new MemoryStore({
+      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
+      ...(o.clock !== undefined && { clock: o.clock }),
+      ...(o.timers !== undefined && { timers: o.timers }),
+    });
+  const namespace = ownStore ? '' : `${name}:`;
+
+  function finish(key: string, d: Decision): Decision {
+    const out = namespace === '' ? d : withKey(d, key);
+    if (out.reason !== 'allowed') publishDecision(name, undefined, out);
+    return dryRun ? asDryRun(out) : out;
+  }
+
+  function keyOf(key: string): string {
+    return typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
+  }
+
+  return {
+    consume(key: string, cost = 1): MaybePromise<Decision> {
+      if (cost !== 1) checkCost(cost);
+      const k = keyOf(key);
+      const d = store.consume(namespace + k, rule, cost);
+      if (isPromise(d)) return d.then((r) => finish(k, r));
+      // The hot path: a plain allowed decision from a private store goes back untouched.
+      return d.allowed && !dryRun && namespace === '' ? d : finish(k, d);
+    },
+    peek(key: string): MaybePromise<Decision> {
+      const k = keyOf(key);
+      const d = store.peek(namespace + k, rule);
+      return isPromise(d) ? d.then((r) => (namespace === '' ? r : withKey(r, k))) : namespace === '' ? d : withKey(d, k);
+    },
+    reset: (key: string) => store.delete(namespace + keyOf(key)),
+    size: () => store.size(),
+    close: () => (ownStore ? store.close() : undefined),
+    rule,
+    name,
+    dryRun,
+    store,
+  };
+}

@@ -1,0 +1,120 @@
+import {
+  type Clock,
+  createSessionCreationLimiter,
+  isPromise,
+  PortcullisConfigError,
+  parseOptions,
+  type SessionCreationLimiter,
+} from '@portcullis/core';
+import { compileMethodPatterns, methodList } from './patterns.js';
+import type { Dispatcher, Wrapped } from './types.js';
+import { checkDispatch, func, integer, withMethods } from './validate.js';
+
+/** The ACP methods that open a session, the default of `withSessionCreationLimit`'s `methods`. */
+export const sessionOpeningMethods = Object.freeze(['session/new', 'session/load'] as const);
+
+/** Options of {@link withSessionCreationLimit}. All optional. */
+export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown> {
+  /** Methods that open a session (exact names or `namespace.*`). @default sessionOpeningMethods */
+  methods?: readonly string[];
+  /**
+   * Whether the call re-opens a session that already exists (then it is free). May be async.
+   * Throwing (or rejecting) fails the call without charging it.
+   * @default every call of a listed method creates a session
+   */
+  isKnown?: (params: Params, ctx: Ctx, method: string) => boolean | Promise<boolean>;
+  /** The limiter to charge. Not together with `limit`, `windowMs`, `clock`. @default a new one */
+  limiter?: SessionCreationLimiter;
+  /** New sessions per window of the limiter created here. @default 120 */
+  limit?: number;
+  /** Window of the limiter created here. @default 10_000 */
+  windowMs?: number;
+  /** Time source of the limiter created here. @default systemClock */
+  clock?: Clock;
+}
+
+/** A dispatcher wrapped by {@link withSessionCreationLimit}. */
+export interface SessionCreationDispatcher<Params = unknown, Ctx = unknown, Result = unknown> {
+  /**
+   * Dispatches the call; a session-opening call for an unknown session first spends one creation,
+   * or throws core's `Error` (`ACP session creation rate limit exceeded for <method>; retry after
+   * <n>s.`) without calling the inner dispatcher.
+   */
+  (method: string, params: Params, ctx: Ctx): Wrapped<Result>;
+  /** The limiter charged (its state lives as long as it does). */
+  readonly limiter: SessionCreationLimiter;
+}
+
+const WHERE = 'withSessionCreationLimit';
+
+const sessionSpec = {
+  methods: methodList,
+  isKnown: func<(params: unknown, ctx: unknown, method: string) => boolean | Promise<boolean>>(),
+  limiter: withMethods<SessionCreationLimiter>('consume'),
+  limit: integer(1),
+  windowMs: integer(1),
+  clock: withMethods<Clock>('now'),
+};
+
+/**
+ * Wires core's session-creation limiter (DESIGN 3.6) into a dispatcher: a call of a
+ * session-opening method is charged one creation unless `isKnown` says it re-opens an existing
+ * session, which is free. When the window is spent the call fails with core's plain `Error`, whose
+ * message is exactly `ACP session creation rate limit exceeded for <method>; retry after <n>s.`
+ * @param dispatch the dispatcher to protect
+ * @param options see {@link SessionCreationLimitOptions}
+ * @throws {PortcullisConfigError} for a wrong or unknown option (`ERR_PORTCULLIS_*`)
+ * @example
+ * const guarded = withSessionCreationLimit(dispatch, {
+ *   isKnown: (params) => sessions.has((params as { sessionId?: string }).sessionId ?? ''),
+ * });
+ */
+export function withSessionCreationLimit<Params, Ctx, Result>(
+  dispatch: Dispatcher<Params, Ctx, Result>,
+  options?: SessionCreationLimitOptions<Params, Ctx>,
+): SessionCreationDispatcher<Params, Ctx, Result> {
+  checkDispatch(dispatch, WHERE);
+  const o = parseOptions(options, sessionSpec, WHERE);
+  if (o.limiter !== undefined) {
+    const clash = (['limit', 'windowMs', 'clock'] as const).find((k) => o[k] !== undefined);
+    if (clash !== undefined) {
+      throw new PortcullisConfigError(
+        'ERR_PORTCULLIS_LIMITER',
+        'limiter',
+        `${WHERE}: pass either limiter or ${clash} (which configures a limiter created here), not both`,
+      );
+    }
+  }
+  const limiter =
+    o.limiter ??
+    createSessionCreationLimiter({
+      ...(o.limit !== undefined && { limit: o.limit }),
+      ...(o.windowMs !== undefined && { windowMs: o.windowMs }),
+      ...(o.clock !== undefined && { clock: o.clock }),
+    });
+  const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
+  const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];
+
+  function proceed(method: string, params: Params, ctx: Ctx, known: boolean): Result {
+    if (!known) limiter.consume(method);
+    return dispatch(method, params, ctx);
+  }
+
+  const guarded = function sessionCreationDispatch(
+    method: string,
+    params: Params,
+    ctx: Ctx,
+  ): Wrapped<Result> {
+    if (typeof method !== 'string' || !matches(method)) return dispatch(method, params, ctx);
+    if (isKnown === undefined) return proceed(method, params, ctx, false);
+    const known = isKnown(params, ctx, method);
+    if (isPromise(known)) {
+      return known.then((k) => proceed(method, params, ctx, k === true)) as Promise<
+        Awaited<Result>
+      >;
+    }
+    return proceed(method, params, ctx, known === true);
+  };
+
+  return Object.assign(guarded, { limiter });
+}

@@ -1,5 +1,14 @@
 import type { Logger } from './events.js';
-import { type Cidr, cidrContains, formatIp, type ParsedIp, parseCidr, parseHeaderAddress, parseIp, parsedIsLoopback } from './ip.js';
+import {
+  type Cidr,
+  cidrContains,
+  formatIp,
+  type ParsedIp,
+  parseCidr,
+  parseHeaderAddress,
+  parseIp,
+  parsedIsLoopback,
+} from './ip.js';
 import { boolean, parseOptions, withMethods } from './options.js';
 
 /** The part of a Node `IncomingMessage` Portcullis reads. Frameworks' own `ip` fields are never used. */
@@ -36,10 +45,15 @@ export interface ClientOptions {
 }
 
 /** Parses and validates `trustedProxies`; shared by every adapter's option parsing. */
-export function parseTrustedProxies(value: unknown, fail: (expected: string) => never): readonly Cidr[] {
+export function parseTrustedProxies(
+  value: unknown,
+  fail: (expected: string) => never,
+): readonly Cidr[] {
   const expected = 'an array of IP addresses or CIDR ranges (not true, a hop count or 0.0.0.0/0)';
   if (!Array.isArray(value)) return fail(expected);
-  return value.map((entry) => (typeof entry === 'string' ? parseCidr(entry.trim()) : undefined) ?? fail(expected));
+  return value.map(
+    (entry) => (typeof entry === 'string' ? parseCidr(entry.trim()) : undefined) ?? fail(expected),
+  );
 }
 
 const clientSpec = {
@@ -56,7 +70,8 @@ function headerLines(request: RawRequest, name: string): string[] {
   if (raw !== undefined) {
     const lines: string[] = [];
     for (let i = 0; i + 1 < raw.length; i += 2) {
-      if ((raw[i] as string).length === name.length && (raw[i] as string).toLowerCase() === name) lines.push(raw[i + 1] as string);
+      if ((raw[i] as string).length === name.length && (raw[i] as string).toLowerCase() === name)
+        lines.push(raw[i + 1] as string);
     }
     return lines;
   }
@@ -67,7 +82,8 @@ function headerLines(request: RawRequest, name: string): string[] {
 function hasForwardingHeaders(headers: RawRequest['headers']): boolean {
   for (const name of Object.keys(headers)) {
     const lower = name.toLowerCase();
-    if (lower === 'forwarded' || lower === 'x-real-ip' || lower.startsWith('x-forwarded-')) return true;
+    if (lower === 'forwarded' || lower === 'x-real-ip' || lower.startsWith('x-forwarded-'))
+      return true;
   }
   return false;
 }
@@ -147,7 +163,12 @@ export function createClientResolver(options?: ClientOptions): ClientResolver {
     if (peer === undefined) return { ip: undefined, directLocal: false, proxied: false, origin };
     if (trusted.length > 0 && isTrusted(peer)) {
       const client = fromForwarded(request);
-      return { ip: client === undefined ? undefined : formatIp(client), directLocal: false, proxied: true, origin };
+      return {
+        ip: client === undefined ? undefined : formatIp(client),
+        directLocal: false,
+        proxied: true,
+        origin,
+      };
     }
     let directLocal = false;
     if (parsedIsLoopback(peer)) {

@@ -41,6 +41,9 @@ export function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
 }
 
 /** Applies `fn` to a value that may or may not be a promise, staying synchronous when it can. */
-export function mapMaybe<T, R>(value: MaybePromise<T>, fn: (resolved: T) => MaybePromise<R>): MaybePromise<R> {
+export function mapMaybe<T, R>(
+  value: MaybePromise<T>,
+  fn: (resolved: T) => MaybePromise<R>,
+): MaybePromise<R> {
   return isPromise(value) ? value.then(fn) : fn(value);
 }

@@ -8,7 +8,14 @@
  * - `fallback`: the shared store failed and an in-memory fallback decided.
  * - `store-error`: the store failed and its policy is to refuse (`onError: 'closed'`).
  */
-export type DecisionReason = 'allowed' | 'exempt' | 'limited' | 'locked' | 'overflow' | 'fallback' | 'store-error';
+export type DecisionReason =
+  | 'allowed'
+  | 'exempt'
+  | 'limited'
+  | 'locked'
+  | 'overflow'
+  | 'fallback'
+  | 'store-error';
 
 /** The answer to every check. Refusals are data; nothing throws to mean "limited". */
 export interface Decision {

@@ -39,7 +39,11 @@ export function authRateLimitedError(retryAfterMs: number): AuthRateLimitedError
     message: 'unauthorized: too many failed authentication attempts (retry later)',
     retryable: true,
     retryAfterMs,
-    details: { code: 'AUTH_RATE_LIMITED', authReason: 'rate_limited', recommendedNextStep: 'wait_then_retry' },
+    details: {
+      code: 'AUTH_RATE_LIMITED',
+      authReason: 'rate_limited',
+      recommendedNextStep: 'wait_then_retry',
+    },
   };
 }
 
@@ -47,7 +51,10 @@ export function authRateLimitedError(retryAfterMs: number): AuthRateLimitedError
 export interface AuthFailedError extends ErrorShape {
   readonly code: 'INVALID_REQUEST';
   readonly retryable: false;
-  readonly details: { readonly code: 'AUTH_MISSING' | 'AUTH_INVALID'; readonly authReason: 'missing' | 'invalid' };
+  readonly details: {
+    readonly code: 'AUTH_MISSING' | 'AUTH_INVALID';
+    readonly authReason: 'missing' | 'invalid';
+  };
 }
 
 /** The ordinary "wrong (or missing) credentials" answer. */

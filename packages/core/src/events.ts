@@ -43,5 +43,6 @@ export function publishDecision(limiter: string, scope: string | undefined, d: D
         : d.reason === 'store-error' || d.reason === 'fallback'
           ? channels.storeError
           : undefined;
-  if (ch?.hasSubscribers) ch.publish(scope === undefined ? { limiter, decision: d } : { limiter, scope, decision: d });
+  if (ch?.hasSubscribers)
+    ch.publish(scope === undefined ? { limiter, decision: d } : { limiter, scope, decision: d });
 }

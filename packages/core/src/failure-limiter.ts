@@ -5,7 +5,15 @@ import { channels, type Logger, publishDecision } from './events.js';
 import { ipKey, parseIp, parsedIsLoopback } from './ip.js';
 import { boundedKey } from './keys.js';
 import { MemoryStore } from './memory-store.js';
-import { boolean, either, integer, nonEmptyString, oneOf, parseOptions, withMethods } from './options.js';
+import {
+  boolean,
+  either,
+  integer,
+  nonEmptyString,
+  oneOf,
+  parseOptions,
+  withMethods,
+} from './options.js';
 import type { FailureDecision, FailureRule, Store } from './store.js';
 
 /**
@@ -42,22 +50,33 @@ export interface FailureLimiterOptions {
   name?: string;
 }
 
-/** A failure limiter: counts wrong credentials per scope and subject, locks out brute force. */
-export interface FailureLimiter {
+/**
+ * A failure limiter: counts wrong credentials per scope and subject, locks out brute force.
+ * `D` is `Decision` for the in-memory store (answers are synchronous) and `MaybePromise<Decision>`
+ * for a store that may answer later.
+ */
+export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<Decision>> {
   /** The state of `subject` in `scope`, counting nothing (run it before comparing credentials). */
-  check(subject: Subject, scope?: string): MaybePromise<Decision>;
+  check(subject: Subject, scope?: string): D;
   /** Counts one failure; the decision after counting (the failure that reaches the max locks). */
-  recordFailure(subject: Subject, scope?: string): MaybePromise<Decision>;
+  recordFailure(subject: Subject, scope?: string): D;
   /** A correct credential: forgets `subject`'s failures in `scope`. */
-  recordSuccess(subject: Subject, scope?: string): MaybePromise<Decision>;
+  recordSuccess(subject: Subject, scope?: string): D;
   /** Forgets `subject`'s failures and lockout in `scope`. */
-  reset(subject: Subject, scope?: string): MaybePromise<Decision>;
+  reset(subject: Subject, scope?: string): D;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
   close(): MaybePromise<void>;
   /** The resolved numbers in force. */
-  readonly config: Readonly<Required<Pick<FailureLimiterOptions, 'maxAttempts' | 'windowMs' | 'lockoutMs' | 'exemptLoopback' | 'dryRun' | 'name'>> & { ipv6Subnet: number | false }>;
+  readonly config: Readonly<
+    Required<
+      Pick<
+        FailureLimiterOptions,
+        'maxAttempts' | 'windowMs' | 'lockoutMs' | 'exemptLoopback' | 'dryRun' | 'name'
+      >
+    > & { ipv6Subnet: number | false }
+  >;
   /** The store in use. */
   readonly store: Store;
 }
@@ -85,7 +104,8 @@ interface ResolvedSubject {
 /** Normalises a blank or missing scope to `'default'`. */
 export function normalizeScope(scope: unknown): string {
   if (scope === undefined || scope === null) return 'default';
-  if (typeof scope !== 'string') throw new TypeError(`Portcullis: scope must be a string, got ${typeof scope}`);
+  if (typeof scope !== 'string')
+    throw new TypeError(`Portcullis: scope must be a string, got ${typeof scope}`);
   const trimmed = scope.trim();
   return trimmed === '' ? 'default' : boundedKey(trimmed);
 }
@@ -95,10 +115,19 @@ export function normalizeScope(scope: unknown): string {
  * lockout when `maxAttempts` failures fall within `windowMs`, scopes independent of each other.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
+export function createFailureLimiter(
+  options?: FailureLimiterOptions & { store?: MemoryStore },
+): FailureLimiter<Decision>;
+/** With a store that may answer asynchronously (e.g. Redis), decisions may be promises. */
+export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter;
 export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter {
   const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
   if (o.store !== undefined && o.maxEntries !== undefined) {
-    throw new PortcullisConfigError('ERR_PORTCULLIS_MAX_ENTRIES', 'maxEntries', 'createFailureLimiter: maxEntries sizes the built-in store; set it on the store you pass instead');
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_MAX_ENTRIES',
+      'maxEntries',
+      'createFailureLimiter: maxEntries sizes the built-in store; set it on the store you pass instead',
+    );
   }
   const config = {
     maxAttempts: o.maxAttempts ?? 10,
@@ -109,7 +138,11 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     dryRun: o.dryRun ?? false,
     name: o.name ?? 'auth',
   };
-  const rule: FailureRule = { maxAttempts: config.maxAttempts, windowMs: config.windowMs, lockoutMs: config.lockoutMs };
+  const rule: FailureRule = {
+    maxAttempts: config.maxAttempts,
+    windowMs: config.windowMs,
+    lockoutMs: config.lockoutMs,
+  };
   const ownStore = o.store === undefined;
   const store: Store =
     o.store ??
@@ -124,11 +157,15 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
 
   function subjectOf(subject: Subject): ResolvedSubject {
     const raw = typeof subject === 'string' ? subject : subject?.key;
-    if (typeof raw !== 'string') throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
+    if (typeof raw !== 'string')
+      throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
     const ip = parseIp(raw);
     if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
     const vouched = typeof subject === 'string' || subject.exempt === true;
-    return { key: ipKey(ip, config.ipv6Subnet), exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip) };
+    return {
+      key: ipKey(ip, config.ipv6Subnet),
+      exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip),
+    };
   }
 
   function exemptDecision(key: string): Decision {
@@ -137,7 +174,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
 
   function finish(scope: string, key: string, d: Decision): Decision {
     const out = withKey(d, key);
-    if (out.reason !== 'allowed' && out.reason !== 'locked') publishDecision(config.name, scope, out);
+    if (out.reason !== 'allowed' && out.reason !== 'locked')
+      publishDecision(config.name, scope, out);
     return config.dryRun ? asDryRun(out) : out;
   }
 
@@ -146,10 +184,18 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
       const { lockoutStarted: _, ...plain } = d;
       const out = withKey(plain, key);
       logger?.warn(
-        { code: 'AUTH_RATE_LIMITED', limiter: config.name, scope, key, lockoutMs: rule.lockoutMs, dryRun: config.dryRun },
+        {
+          code: 'AUTH_RATE_LIMITED',
+          limiter: config.name,
+          scope,
+          key,
+          lockoutMs: rule.lockoutMs,
+          dryRun: config.dryRun,
+        },
         `AUTH_RATE_LIMITED: ${rule.maxAttempts} failed attempts; locking out scope=${scope} key=${key} for ${rule.lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
       );
-      if (channels.lockout.hasSubscribers) channels.lockout.publish({ limiter: config.name, scope, decision: out });
+      if (channels.lockout.hasSubscribers)
+        channels.lockout.publish({ limiter: config.name, scope, decision: out });
       return finish(scope, key, out);
     }
     return finish(scope, key, d);
@@ -159,21 +205,35 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
-    return mapMaybe(store.checkFailures(`${namespace}${sc}:${s.key}`, rule), (d) => finish(sc, s.key, d));
+    return mapMaybe(store.checkFailures(`${namespace}${sc}:${s.key}`, rule), (d) =>
+      finish(sc, s.key, d),
+    );
   }
 
   function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
-    return mapMaybe(store.recordFailure(`${namespace}${sc}:${s.key}`, rule), (d) => afterFailure(sc, s.key, d));
+    return mapMaybe(store.recordFailure(`${namespace}${sc}:${s.key}`, rule), (d) =>
+      afterFailure(sc, s.key, d),
+    );
   }
 
   function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
-    const fresh = decision(true, s.exempt ? 'exempt' : 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, s.key);
-    return mapMaybe(store.delete(`${namespace}${sc}:${s.key}`), () => (config.dryRun ? asDryRun(fresh) : fresh));
+    const fresh = decision(
+      true,
+      s.exempt ? 'exempt' : 'allowed',
+      rule.maxAttempts,
+      rule.maxAttempts,
+      0,
+      0,
+      s.key,
+    );
+    return mapMaybe(store.delete(`${namespace}${sc}:${s.key}`), () =>
+      config.dryRun ? asDryRun(fresh) : fresh,
+    );
   }
 
   return {

@@ -15,7 +15,9 @@ export interface RateLimitHeaderOptions {
 }
 
 /** Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once. */
-export function createHeaderWriter(options: RateLimitHeaderOptions): (d: Decision) => Record<string, string> {
+export function createHeaderWriter(
+  options: RateLimitHeaderOptions,
+): (d: Decision) => Record<string, string> {
   const name = options.name ?? 'default';
   const mode = options.mode ?? 'ietf';
   const policy = `"${name}";q=`;
@@ -44,6 +46,9 @@ export function createHeaderWriter(options: RateLimitHeaderOptions): (d: Decisio
  * `mode: 'legacy'` adds `X-RateLimit-Limit/Remaining/Reset` (reset in seconds from now); `false`
  * sends no counters. A refused decision always carries `Retry-After` (ceil seconds, at least 1).
  */
-export function rateLimitHeaders(decision: Decision, options: RateLimitHeaderOptions): Record<string, string> {
+export function rateLimitHeaders(
+  decision: Decision,
+  options: RateLimitHeaderOptions,
+): Record<string, string> {
   return createHeaderWriter(options)(decision);
 }

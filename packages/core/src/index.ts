@@ -3,14 +3,31 @@
  * everything that decides lives here.
  * @packageDocumentation
  */
-export { type Clock, type MaybePromise, systemClock, systemTimers, type TimerHandle, type Timers, isPromise } from './clock.js';
-export { type Decision, type DecisionReason } from './decision.js';
+export {
+  type Clock,
+  type MaybePromise,
+  systemClock,
+  systemTimers,
+  type TimerHandle,
+  type Timers,
+  isPromise,
+} from './clock.js';
+export type { Decision, DecisionReason } from './decision.js';
 export { PortcullisConfigError } from './errors.js';
 export { channels, type Logger, type PortcullisEvent } from './events.js';
-export { type Algorithm, type FailureDecision, type FailureRule, type Store, type WindowRule } from './store.js';
+export type { Algorithm, FailureDecision, FailureRule, Store, WindowRule } from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
-export { createFailureLimiter, type FailureLimiter, type FailureLimiterOptions, type Subject } from './failure-limiter.js';
-export { createWindowLimiter, type WindowLimiter, type WindowLimiterOptions } from './window-limiter.js';
+export {
+  createFailureLimiter,
+  type FailureLimiter,
+  type FailureLimiterOptions,
+  type Subject,
+} from './failure-limiter.js';
+export {
+  createWindowLimiter,
+  type WindowLimiter,
+  type WindowLimiterOptions,
+} from './window-limiter.js';
 export {
   createSessionCreationLimiter,
   type SessionCreationLimiter,
@@ -49,8 +66,23 @@ export {
 } from './error-shapes.js';
 export { type HeaderMode, type RateLimitHeaderOptions, rateLimitHeaders } from './headers.js';
 export { presets } from './presets.js';
-export { type GateResult, type HttpAnswer } from './http/answer.js';
-export { type AuthGate, type AuthGateOptions, type AuthOutcome, createAuthGate, type GateSetup } from './http/auth-gate.js';
-export { createWebhookGate, type WebhookGate, type WebhookGateOptions } from './http/webhook-gate.js';
-export { createRequestGate, type RequestGate, type RequestGateOptions, type RequestResult } from './http/request-gate.js';
+export type { GateResult, HttpAnswer } from './http/answer.js';
+export {
+  type AuthGate,
+  type AuthGateOptions,
+  type AuthOutcome,
+  createAuthGate,
+  type GateSetup,
+} from './http/auth-gate.js';
+export {
+  createWebhookGate,
+  type WebhookGate,
+  type WebhookGateOptions,
+} from './http/webhook-gate.js';
+export {
+  createRequestGate,
+  type RequestGate,
+  type RequestGateOptions,
+  type RequestResult,
+} from './http/request-gate.js';
 export { type OptionCheck, parseOptions } from './options.js';

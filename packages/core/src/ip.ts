@@ -5,9 +5,12 @@
  */
 
 /** A parsed address: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups. */
-export type ParsedIp = { readonly v: 4; readonly n: number } | { readonly v: 6; readonly g: readonly number[] };
+export type ParsedIp =
+  | { readonly v: 4; readonly n: number }
+  | { readonly v: 6; readonly g: readonly number[] };
 
-const V4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+const V4 =
+  /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
 const MAX_TEXT = 100;
 
@@ -120,7 +123,16 @@ export function normalizeIp(value: string): string | undefined {
 function parsedIsLoopback(ip: ParsedIp): boolean {
   if (ip.v === 4) return ip.n >>> 24 === 127;
   const g = ip.g;
-  return g[7] === 1 && g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0 && g[6] === 0;
+  return (
+    g[7] === 1 &&
+    g[0] === 0 &&
+    g[1] === 0 &&
+    g[2] === 0 &&
+    g[3] === 0 &&
+    g[4] === 0 &&
+    g[5] === 0 &&
+    g[6] === 0
+  );
 }
 
 /** True for `127.0.0.0/8`, `::1` and their IPv4-mapped forms; false for anything else or junk. */
@@ -141,7 +153,7 @@ export function ipKey(ip: ParsedIp, subnet: number | false): string {
 function maskV6(g: readonly number[], prefix: number): number[] {
   return g.map((x, i) => {
     const bits = Math.min(16, Math.max(0, prefix - i * 16));
-    return bits === 0 ? 0 : (x & (0xffff << (16 - bits))) & 0xffff;
+    return bits === 0 ? 0 : x & (0xffff << (16 - bits)) & 0xffff;
   });
 }
 

@@ -9,7 +9,11 @@ export const MAX_KEY_LENGTH = 256;
  */
 export function boundedKey(key: string): string {
   if (typeof key !== 'string') {
-    throw new TypeError(`Portcullis: a limiter key must be a string, got ${key === null ? 'null' : typeof key}`);
+    throw new TypeError(
+      `Portcullis: a limiter key must be a string, got ${key === null ? 'null' : typeof key}`,
+    );
   }
-  return key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+  return key.length <= MAX_KEY_LENGTH
+    ? key
+    : `sha256:${createHash('sha256').update(key).digest('hex')}`;
 }

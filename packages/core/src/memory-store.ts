@@ -106,17 +106,44 @@ export class MemoryStore implements Store {
       case 'fixed-window': {
         const state = fixedWindowRoll(slot?.state as FixedWindowState | undefined, now, rule);
         const d = fixedWindowConsume(state, now, rule, cost, key);
-        return this.#store(key, slot, 'fixed-window', state, d, now, fixedWindowExpiresAt(state, rule), fixedWindowBlockedUntil(state, rule));
+        return this.#store(
+          key,
+          slot,
+          'fixed-window',
+          state,
+          d,
+          now,
+          fixedWindowExpiresAt(state, rule),
+          fixedWindowBlockedUntil(state, rule),
+        );
       }
       case 'sliding-window': {
         const state = slidingWindowRoll(slot?.state as SlidingWindowState | undefined, now, rule);
         const d = slidingWindowConsume(state, now, rule, cost, key);
-        return this.#store(key, slot, 'sliding-window', state, d, now, slidingWindowExpiresAt(state, rule), slidingWindowBlockedUntil(state, now, rule));
+        return this.#store(
+          key,
+          slot,
+          'sliding-window',
+          state,
+          d,
+          now,
+          slidingWindowExpiresAt(state, rule),
+          slidingWindowBlockedUntil(state, now, rule),
+        );
       }
       default: {
         const state = tokenBucketRoll(slot?.state as TokenBucketState | undefined, now, rule);
         const d = tokenBucketConsume(state, now, rule, cost, key);
-        return this.#store(key, slot, 'token-bucket', state, d, now, tokenBucketExpiresAt(state, rule), tokenBucketBlockedUntil(state, rule));
+        return this.#store(
+          key,
+          slot,
+          'token-bucket',
+          state,
+          d,
+          now,
+          tokenBucketExpiresAt(state, rule),
+          tokenBucketBlockedUntil(state, rule),
+        );
       }
     }
   }
@@ -138,7 +165,8 @@ export class MemoryStore implements Store {
   checkFailures(key: string, rule: FailureRule): Decision {
     const now = this.#clock.now();
     const slot = this.#liveFailure(key, now, rule);
-    if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.maxAttempts, now);
+    if (slot === undefined && !this.#hasRoom(now))
+      return this.#overflow(key, rule.maxAttempts, now);
     return failureCheck(slot?.state as FailureState | undefined, now, rule, key);
   }
 
@@ -146,7 +174,7 @@ export class MemoryStore implements Store {
     const now = this.#clock.now();
     const slot = this.#liveFailure(key, now, rule);
     const state = (slot?.state as FailureState | undefined) ?? { log: [], lockedUntil: 0 };
-    if (slot === undefined && !this.#admit(key, now)) return this.#overflow(key, rule.maxAttempts, now);
+    if (slot === undefined && !this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
     const d = failureRecord(state, now, rule, key);
     this.#put(key, slot, 'failure', state, now, failureExpiresAt(state, rule), state.lockedUntil);
     return d;
@@ -176,7 +204,8 @@ export class MemoryStore implements Store {
   *protectedKeys(): IterableIterator<{ key: string; kind: Kind; untilMs: number }> {
     const now = this.#clock.now();
     for (const [key, slot] of this.#slots) {
-      if (slot.protectedUntil > now) yield { key, kind: slot.kind, untilMs: slot.protectedUntil - now };
+      if (slot.protectedUntil > now)
+        yield { key, kind: slot.kind, untilMs: slot.protectedUntil - now };
     }
   }
 
@@ -215,15 +244,28 @@ export class MemoryStore implements Store {
     if (slot === undefined) {
       // A refused first call changes nothing, so there is nothing to remember.
       if (!d.allowed) return d;
-      if (!this.#admit(key, now)) return this.#overflow(key, d.limit, now);
+      if (!this.#admit(now)) return this.#overflow(key, d.limit, now);
     }
     this.#put(key, slot, kind, state, now, expiresAt, protectedUntil);
     return d;
   }
 
-  #put(key: string, slot: Slot | undefined, kind: Kind, state: Slot['state'], now: number, expiresAt: number, protectedUntil: number): void {
+  #put(
+    key: string,
+    slot: Slot | undefined,
+    kind: Kind,
+    state: Slot['state'],
+    now: number,
+    expiresAt: number,
+    protectedUntil: number,
+  ): void {
     if (slot === undefined) {
-      this.#slots.set(key, { kind, state, expiresAt, protectedUntil: protectedUntil > now ? protectedUntil : 0 });
+      this.#slots.set(key, {
+        kind,
+        state,
+        expiresAt,
+        protectedUntil: protectedUntil > now ? protectedUntil : 0,
+      });
       if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
     } else {
       slot.state = state;
@@ -254,7 +296,7 @@ export class MemoryStore implements Store {
   }
 
   /** Makes room for one new key, or reports that every key is protected. */
-  #admit(key: string, now: number): boolean {
+  #admit(now: number): boolean {
     if (this.#slots.size < this.#max) return true;
     if (now >= this.#expiryHint) this.#sweepExpired(now);
     if (this.#slots.size < this.#max) return true;

@@ -1,4 +1,9 @@
-import { INVALID_OPTIONS, optionErrorCode, PortcullisConfigError, UNKNOWN_OPTION } from './errors.js';
+import {
+  INVALID_OPTIONS,
+  optionErrorCode,
+  PortcullisConfigError,
+  UNKNOWN_OPTION,
+} from './errors.js';
 
 /**
  * Checks one option value. Returns the value to use, or throws via `fail`. Validators never
@@ -9,11 +14,15 @@ export type OptionCheck<T> = (value: unknown, fail: (expected: string) => never)
 /** A table of option name → check; `undefined` values are skipped (the factory applies defaults). */
 export type OptionSpec = Record<string, OptionCheck<unknown>>;
 
-type Parsed<S extends OptionSpec> = { [K in keyof S]?: S[K] extends OptionCheck<infer T> ? T : never };
+type Parsed<S extends OptionSpec> = {
+  [K in keyof S]?: S[K] extends OptionCheck<infer T> ? T : never;
+};
 
 function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null)
+    return String(value);
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
 }
@@ -22,10 +31,18 @@ function describe(value: unknown): string {
  * Validates `input` against `spec` for the factory named `where`. Unknown names and bad values
  * throw {@link PortcullisConfigError}; `undefined` values are left out so defaults apply.
  */
-export function parseOptions<S extends OptionSpec>(input: unknown, spec: S, where: string): Parsed<S> {
+export function parseOptions<S extends OptionSpec>(
+  input: unknown,
+  spec: S,
+  where: string,
+): Parsed<S> {
   if (input === undefined) return {};
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new PortcullisConfigError(INVALID_OPTIONS, 'options', `${where}: options must be an object, got ${describe(input)}`);
+    throw new PortcullisConfigError(
+      INVALID_OPTIONS,
+      'options',
+      `${where}: options must be an object, got ${describe(input)}`,
+    );
   }
   const out: Record<string, unknown> = {};
   for (const name of Object.keys(input)) {
@@ -48,13 +65,17 @@ export function parseOptions<S extends OptionSpec>(input: unknown, spec: S, wher
 
 /** An integer within `[min, max]` (inclusive). `NaN`, fractions and infinities are rejected. */
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER): OptionCheck<number> {
-  const expected = max === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`;
+  const expected =
+    max === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`;
   return (value, fail) =>
-    typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max ? value : fail(expected);
+    typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max
+      ? value
+      : fail(expected);
 }
 
 /** A boolean; truthy strings and numbers are rejected. */
-export const boolean: OptionCheck<boolean> = (value, fail) => (typeof value === 'boolean' ? value : fail('a boolean'));
+export const boolean: OptionCheck<boolean> = (value, fail) =>
+  typeof value === 'boolean' ? value : fail('a boolean');
 
 /** A function. */
 export const func: OptionCheck<(...args: never[]) => unknown> = (value, fail) =>
@@ -75,13 +96,18 @@ export function withMethods<T>(...methods: string[]): OptionCheck<T> {
   const expected = `an object with ${methods.map((m) => `${m}()`).join(', ')}`;
   return (value, fail) => {
     if (value === null || typeof value !== 'object') return fail(expected);
-    for (const m of methods) if (typeof (value as Record<string, unknown>)[m] !== 'function') return fail(expected);
+    for (const m of methods)
+      if (typeof (value as Record<string, unknown>)[m] !== 'function') return fail(expected);
     return value as T;
   };
 }
 
 /** Accepts either of two checks (tried in order). */
-export function either<A, B>(a: OptionCheck<A>, b: OptionCheck<B>, expected: string): OptionCheck<A | B> {
+export function either<A, B>(
+  a: OptionCheck<A>,
+  b: OptionCheck<B>,
+  expected: string,
+): OptionCheck<A | B> {
   return (value, fail) => {
     const soft = (): never => {
       throw soft;
@@ -98,9 +124,18 @@ export function either<A, B>(a: OptionCheck<A>, b: OptionCheck<B>, expected: str
 }
 
 /** Returns a required option's value, or throws the option's config error when it is missing. */
-export function required<T>(value: T | undefined, option: string, expected: string, where: string): T {
+export function required<T>(
+  value: T | undefined,
+  option: string,
+  expected: string,
+  where: string,
+): T {
   if (value === undefined) {
-    throw new PortcullisConfigError(optionErrorCode(option), option, `${where}: option "${option}" is required (${expected})`);
+    throw new PortcullisConfigError(
+      optionErrorCode(option),
+      option,
+      `${where}: option "${option}" is required (${expected})`,
+    );
   }
   return value;
 }

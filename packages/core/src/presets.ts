@@ -1,9 +1,19 @@
 /** The production gateway's numbers (DESIGN 7). Frozen: copy and change, never mutate. */
 export const presets = Object.freeze({
   /** Gateway auth: 10 failures / 60 s → 5 min lockout, loopback exempt. */
-  gatewayAuth: Object.freeze({ maxAttempts: 10, windowMs: 60_000, lockoutMs: 300_000, exemptLoopback: true }),
+  gatewayAuth: Object.freeze({
+    maxAttempts: 10,
+    windowMs: 60_000,
+    lockoutMs: 300_000,
+    exemptLoopback: true,
+  }),
   /** Webhook ingress: 20 failures / 60 s → 60 s lockout, no exemption. */
-  webhookAuth: Object.freeze({ maxAttempts: 20, windowMs: 60_000, lockoutMs: 60_000, exemptLoopback: false }),
+  webhookAuth: Object.freeze({
+    maxAttempts: 20,
+    windowMs: 60_000,
+    lockoutMs: 60_000,
+    exemptLoopback: false,
+  }),
   /** Control-plane writes: 30 calls / 60 s per method per device + IP. */
   controlPlaneWrites: Object.freeze({ limit: 30, windowMs: 60_000 }),
   /** Session creation: 120 / 10 s per limiter instance. */

@@ -66,7 +66,12 @@ const restartSpec = {
  */
 export function createRestartScheduler(options: RestartSchedulerOptions): RestartScheduler {
   const o = parseOptions(options, restartSpec, 'createRestartScheduler');
-  const onRestart = required(o.onRestart, 'onRestart', 'a function', 'createRestartScheduler') as RestartSchedulerOptions['onRestart'];
+  const onRestart = required(
+    o.onRestart,
+    'onRestart',
+    'a function',
+    'createRestartScheduler',
+  ) as RestartSchedulerOptions['onRestart'];
   const cooldownMs = o.cooldownMs ?? 30_000;
   const defaultDelayMs = o.defaultDelayMs ?? 2_000;
   const maxDelayMs = o.maxDelayMs ?? 60_000;
@@ -107,7 +112,9 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
     request(req = {}): RestartAttempt {
       const requested = req.delayMs ?? defaultDelayMs;
       if (typeof requested !== 'number' || Number.isNaN(requested)) {
-        throw new TypeError(`Portcullis: restart delayMs must be a number, got ${String(requested)}`);
+        throw new TypeError(
+          `Portcullis: restart delayMs must be a number, got ${String(requested)}`,
+        );
       }
       const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
       const now = clock.now();
@@ -121,7 +128,10 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
       schedule(due, now);
       return { coalesced: false, delayMs: due - now, cooldownMsApplied };
     },
-    pending: () => (timer === undefined ? undefined : { dueInMs: Math.max(0, dueAt - clock.now()), reasons: [...reasons] }),
+    pending: () =>
+      timer === undefined
+        ? undefined
+        : { dueInMs: Math.max(0, dueAt - clock.now()), reasons: [...reasons] },
     lastRestartAt: () => last,
     close(): void {
       if (timer !== undefined) timers.clearTimeout(timer);

@@ -1,4 +1,9 @@
-import { fixedWindowConsume, fixedWindowPeek, fixedWindowRoll, type FixedWindowState } from './algorithms/fixed-window.js';
+import {
+  fixedWindowConsume,
+  fixedWindowPeek,
+  fixedWindowRoll,
+  type FixedWindowState,
+} from './algorithms/fixed-window.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Decision } from './decision.js';
 import { sessionRateLimitMessage } from './error-shapes.js';
@@ -35,9 +40,15 @@ const sessionSpec = { limit: integer(1), windowMs: integer(1), clock: withMethod
  * default, as a fixed window anchored at the first creation. Re-opening a known session must not
  * call `consume` (see `@portcullis/rpc`'s `withSessionCreationLimit`).
  */
-export function createSessionCreationLimiter(options?: SessionCreationLimiterOptions): SessionCreationLimiter {
+export function createSessionCreationLimiter(
+  options?: SessionCreationLimiterOptions,
+): SessionCreationLimiter {
   const o = parseOptions(options, sessionSpec, 'createSessionCreationLimiter');
-  const rule: WindowRule = { algorithm: 'fixed-window', limit: o.limit ?? 120, windowMs: o.windowMs ?? 10_000 };
+  const rule: WindowRule = {
+    algorithm: 'fixed-window',
+    limit: o.limit ?? 120,
+    windowMs: o.windowMs ?? 10_000,
+  };
   const clock = o.clock ?? systemClock;
   let state: FixedWindowState | undefined;
   return {

@@ -15,11 +15,15 @@ export interface AuthSubject {
  * `Origin` is a browser: never exempt, and from loopback keyed by its normalised origin (each origin
  * its own bucket); otherwise the client IP, exempt only when direct-local. Unresolved → `unknown`.
  */
-export function authSubject(client: ClientInfo, options?: { exemptLoopback?: boolean }): AuthSubject {
+export function authSubject(
+  client: ClientInfo,
+  options?: { exemptLoopback?: boolean },
+): AuthSubject {
   const exemptLoopback = options?.exemptLoopback ?? true;
   const ip = client.ip;
   if (client.origin !== undefined) {
-    if (ip !== undefined && isLoopback(ip)) return { key: normalizeOrigin(client.origin), exempt: false };
+    if (ip !== undefined && isLoopback(ip))
+      return { key: normalizeOrigin(client.origin), exempt: false };
     return { key: ip ?? 'unknown', exempt: false };
   }
   if (ip === undefined) return { key: 'unknown', exempt: false };

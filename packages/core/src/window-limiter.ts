@@ -31,12 +31,15 @@ export interface WindowLimiterOptions {
   name?: string;
 }
 
-/** A window limiter: fixed window, sliding window or token bucket over opaque keys. */
-export interface WindowLimiter {
+/**
+ * A window limiter: fixed window, sliding window or token bucket over opaque keys. `D` is
+ * `Decision` for the in-memory store (synchronous answers), `MaybePromise<Decision>` otherwise.
+ */
+export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<Decision>> {
   /** Spends `cost` units of `key`; a refused call spends nothing. */
-  consume(key: string, cost?: number): MaybePromise<Decision>;
+  consume(key: string, cost?: number): D;
   /** What `consume(key)` would answer, without side effects. */
-  peek(key: string): MaybePromise<Decision>;
+  peek(key: string): D;
   /** Forgets `key`. */
   reset(key: string): MaybePromise<void>;
   /** Keys held by the store. */
@@ -79,10 +82,19 @@ export function checkCost(cost: unknown): number {
  * free; `sliding-window` is the weighted two-window counter; `token-bucket` refills continuously.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
+export function createWindowLimiter(
+  options?: WindowLimiterOptions & { store?: MemoryStore },
+): WindowLimiter<Decision>;
+/** With a store that may answer asynchronously (e.g. Redis), decisions may be promises. */
+export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter;
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter {
   const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
   if (o.store !== undefined && o.maxEntries !== undefined) {
-    throw new PortcullisConfigError('ERR_PORTCULLIS_MAX_ENTRIES', 'maxEntries', 'createWindowLimiter: maxEntries sizes the built-in store; set it on the store you pass instead');
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_MAX_ENTRIES',
+      'maxEntries',
+      'createWindowLimiter: maxEntries sizes the built-in store; set it on the store you pass instead',
+    );
   }
   const rule: WindowRule = Object.freeze({
     algorithm: o.algorithm ?? 'fixed-window',
@@ -123,7 +135,11 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     peek(key: string): MaybePromise<Decision> {
       const k = keyOf(key);
       const d = store.peek(namespace + k, rule);
-      return isPromise(d) ? d.then((r) => (namespace === '' ? r : withKey(r, k))) : namespace === '' ? d : withKey(d, k);
+      return isPromise(d)
+        ? d.then((r) => (namespace === '' ? r : withKey(r, k)))
+        : namespace === ''
+          ? d
+          : withKey(d, k);
     },
     reset: (key: string) => store.delete(namespace + keyOf(key)),
     size: () => store.size(),

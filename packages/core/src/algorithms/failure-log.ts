@@ -15,7 +15,11 @@ export interface FailureState {
 }
 
 /** Drops expired failures and an ended lockout. Returns undefined when nothing is left. */
-export function failureRoll(state: FailureState | undefined, now: number, rule: FailureRule): FailureState | undefined {
+export function failureRoll(
+  state: FailureState | undefined,
+  now: number,
+  rule: FailureRule,
+): FailureState | undefined {
   if (state === undefined) return undefined;
   if (state.lockedUntil !== 0) return now < state.lockedUntil ? state : undefined;
   const log = state.log;
@@ -31,22 +35,48 @@ function locked(state: FailureState, now: number, rule: FailureRule, key: string
   return decision(false, 'locked', rule.maxAttempts, 0, left, left, key);
 }
 
-function open(state: FailureState | undefined, now: number, rule: FailureRule, key: string): Decision {
-  if (state === undefined) return decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
+function open(
+  state: FailureState | undefined,
+  now: number,
+  rule: FailureRule,
+  key: string,
+): Decision {
+  if (state === undefined)
+    return decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
   const newest = state.log[state.log.length - 1] as number;
-  return decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts - state.log.length, 0, newest + rule.windowMs - now, key);
+  return decision(
+    true,
+    'allowed',
+    rule.maxAttempts,
+    rule.maxAttempts - state.log.length,
+    0,
+    newest + rule.windowMs - now,
+    key,
+  );
 }
 
 /** The state of a rolled `state`, counting nothing. */
-export function failureCheck(state: FailureState | undefined, now: number, rule: FailureRule, key: string): Decision {
-  return state !== undefined && state.lockedUntil !== 0 ? locked(state, now, rule, key) : open(state, now, rule, key);
+export function failureCheck(
+  state: FailureState | undefined,
+  now: number,
+  rule: FailureRule,
+  key: string,
+): Decision {
+  return state !== undefined && state.lockedUntil !== 0
+    ? locked(state, now, rule, key)
+    : open(state, now, rule, key);
 }
 
 /**
  * Counts one failure into a rolled `state` (mutating it; pass a fresh `{ log: [], lockedUntil: 0 }`
  * when absent) and answers the decision after counting.
  */
-export function failureRecord(state: FailureState, now: number, rule: FailureRule, key: string): FailureDecision {
+export function failureRecord(
+  state: FailureState,
+  now: number,
+  rule: FailureRule,
+  key: string,
+): FailureDecision {
   if (state.lockedUntil !== 0) return locked(state, now, rule, key);
   state.log.push(now);
   if (state.log.length >= rule.maxAttempts) {
@@ -59,5 +89,7 @@ export function failureRecord(state: FailureState, now: number, rule: FailureRul
 
 /** When a rolled state becomes worthless. */
 export function failureExpiresAt(state: FailureState, rule: FailureRule): number {
-  return state.lockedUntil !== 0 ? state.lockedUntil : (state.log[state.log.length - 1] as number) + rule.windowMs;
+  return state.lockedUntil !== 0
+    ? state.lockedUntil
+    : (state.log[state.log.length - 1] as number) + rule.windowMs;
 }

@@ -11,23 +11,46 @@ export interface FixedWindowState {
 }
 
 /** Rolls an absent or ended window to a fresh one starting at `now`. */
-export function fixedWindowRoll(state: FixedWindowState | undefined, now: number, rule: WindowRule): FixedWindowState {
+export function fixedWindowRoll(
+  state: FixedWindowState | undefined,
+  now: number,
+  rule: WindowRule,
+): FixedWindowState {
   if (state === undefined || now >= state.start + rule.windowMs) return { start: now, count: 0 };
   return state;
 }
 
 /** Spends `cost` (mutating `state`) or refuses; `state` must already be rolled to `now`. */
-export function fixedWindowConsume(state: FixedWindowState, now: number, rule: WindowRule, cost: number, key: string): Decision {
+export function fixedWindowConsume(
+  state: FixedWindowState,
+  now: number,
+  rule: WindowRule,
+  cost: number,
+  key: string,
+): Decision {
   const reset = state.start + rule.windowMs - now;
   if (state.count + cost > rule.limit) {
-    return decision(false, 'limited', rule.limit, Math.max(0, rule.limit - state.count), reset, reset, key);
+    return decision(
+      false,
+      'limited',
+      rule.limit,
+      Math.max(0, rule.limit - state.count),
+      reset,
+      reset,
+      key,
+    );
   }
   state.count += cost;
   return decision(true, 'allowed', rule.limit, rule.limit - state.count, 0, reset, key);
 }
 
 /** What a call of cost 1 would get, without spending; an absent window reports `resetMs` 0. */
-export function fixedWindowPeek(state: FixedWindowState | undefined, now: number, rule: WindowRule, key: string): Decision {
+export function fixedWindowPeek(
+  state: FixedWindowState | undefined,
+  now: number,
+  rule: WindowRule,
+  key: string,
+): Decision {
   if (state === undefined || now >= state.start + rule.windowMs) {
     return decision(true, 'allowed', rule.limit, rule.limit, 0, 0, key);
   }

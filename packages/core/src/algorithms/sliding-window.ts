@@ -16,7 +16,11 @@ export interface SlidingWindowState {
 }
 
 /** Advances the state to the window containing `now`. */
-export function slidingWindowRoll(state: SlidingWindowState | undefined, now: number, rule: WindowRule): SlidingWindowState {
+export function slidingWindowRoll(
+  state: SlidingWindowState | undefined,
+  now: number,
+  rule: WindowRule,
+): SlidingWindowState {
   if (state === undefined) return { start: now, prev: 0, curr: 0 };
   const steps = Math.floor((now - state.start) / rule.windowMs);
   if (steps === 1) {
@@ -58,20 +62,47 @@ function retryMs(state: SlidingWindowState, now: number, rule: WindowRule, cost:
 }
 
 /** Spends `cost` (mutating `state`) or refuses; `state` must already be rolled to `now`. */
-export function slidingWindowConsume(state: SlidingWindowState, now: number, rule: WindowRule, cost: number, key: string): Decision {
+export function slidingWindowConsume(
+  state: SlidingWindowState,
+  now: number,
+  rule: WindowRule,
+  cost: number,
+  key: string,
+): Decision {
   const w = rule.windowMs;
   const total = rule.limit * w;
   const used = weighted(state, now, w);
   if (used + cost * w > total) {
     const retry = retryMs(state, now, rule, cost);
-    return decision(false, 'limited', rule.limit, Math.max(0, Math.floor((total - used) / w)), retry, resetMs(state, now, w), key);
+    return decision(
+      false,
+      'limited',
+      rule.limit,
+      Math.max(0, Math.floor((total - used) / w)),
+      retry,
+      resetMs(state, now, w),
+      key,
+    );
   }
   state.curr += cost;
-  return decision(true, 'allowed', rule.limit, Math.floor((total - used - cost * w) / w), 0, resetMs(state, now, w), key);
+  return decision(
+    true,
+    'allowed',
+    rule.limit,
+    Math.floor((total - used - cost * w) / w),
+    0,
+    resetMs(state, now, w),
+    key,
+  );
 }
 
 /** What a call of cost 1 would get, without changing the state. */
-export function slidingWindowPeek(state: SlidingWindowState | undefined, now: number, rule: WindowRule, key: string): Decision {
+export function slidingWindowPeek(
+  state: SlidingWindowState | undefined,
+  now: number,
+  rule: WindowRule,
+  key: string,
+): Decision {
   if (state === undefined) return decision(true, 'allowed', rule.limit, rule.limit, 0, 0, key);
   const rolled = slidingWindowRoll({ ...state }, now, rule);
   const w = rule.windowMs;
@@ -90,7 +121,11 @@ export function slidingWindowExpiresAt(state: SlidingWindowState, rule: WindowRu
 }
 
 /** Until when a unit call would be refused (0 when one passes now). */
-export function slidingWindowBlockedUntil(state: SlidingWindowState, now: number, rule: WindowRule): number {
+export function slidingWindowBlockedUntil(
+  state: SlidingWindowState,
+  now: number,
+  rule: WindowRule,
+): number {
   const w = rule.windowMs;
   return weighted(state, now, w) + w > rule.limit * w ? now + retryMs(state, now, rule, 1) : 0;
 }

@@ -12,7 +12,11 @@ export interface TokenBucketState {
 }
 
 /** Refills the bucket up to `now` (an absent bucket is full). */
-export function tokenBucketRoll(state: TokenBucketState | undefined, now: number, rule: WindowRule): TokenBucketState {
+export function tokenBucketRoll(
+  state: TokenBucketState | undefined,
+  now: number,
+  rule: WindowRule,
+): TokenBucketState {
   const full = rule.limit * rule.windowMs;
   if (state === undefined) return { scaled: full, last: now };
   if (now > state.last) {
@@ -27,19 +31,46 @@ function untilFull(state: TokenBucketState, rule: WindowRule): number {
 }
 
 /** Takes `cost` tokens (mutating `state`) or refuses; `state` must already be rolled to `now`. */
-export function tokenBucketConsume(state: TokenBucketState, _now: number, rule: WindowRule, cost: number, key: string): Decision {
+export function tokenBucketConsume(
+  state: TokenBucketState,
+  _now: number,
+  rule: WindowRule,
+  cost: number,
+  key: string,
+): Decision {
   const need = cost * rule.windowMs;
   if (state.scaled < need) {
     // A cost above capacity can never pass; advertise one window rather than a time that lies.
     const retry = cost > rule.limit ? rule.windowMs : Math.ceil((need - state.scaled) / rule.limit);
-    return decision(false, 'limited', rule.limit, Math.floor(state.scaled / rule.windowMs), retry, untilFull(state, rule), key);
+    return decision(
+      false,
+      'limited',
+      rule.limit,
+      Math.floor(state.scaled / rule.windowMs),
+      retry,
+      untilFull(state, rule),
+      key,
+    );
   }
   state.scaled -= need;
-  return decision(true, 'allowed', rule.limit, Math.floor(state.scaled / rule.windowMs), 0, untilFull(state, rule), key);
+  return decision(
+    true,
+    'allowed',
+    rule.limit,
+    Math.floor(state.scaled / rule.windowMs),
+    0,
+    untilFull(state, rule),
+    key,
+  );
 }
 
 /** What a call of cost 1 would get, without taking anything. */
-export function tokenBucketPeek(state: TokenBucketState | undefined, now: number, rule: WindowRule, key: string): Decision {
+export function tokenBucketPeek(
+  state: TokenBucketState | undefined,
+  now: number,
+  rule: WindowRule,
+  key: string,
+): Decision {
   const rolled = tokenBucketRoll(state === undefined ? undefined : { ...state }, now, rule);
   const remaining = Math.floor(rolled.scaled / rule.windowMs);
   if (remaining < 1) {
@@ -56,5 +87,7 @@ export function tokenBucketExpiresAt(state: TokenBucketState, rule: WindowRule):
 
 /** Until when a unit call would be refused (0 when one passes now). */
 export function tokenBucketBlockedUntil(state: TokenBucketState, rule: WindowRule): number {
-  return state.scaled < rule.windowMs ? state.last + Math.ceil((rule.windowMs - state.scaled) / rule.limit) : 0;
+  return state.scaled < rule.windowMs
+    ? state.last + Math.ceil((rule.windowMs - state.scaled) / rule.limit)
+    : 0;
 }

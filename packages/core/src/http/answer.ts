@@ -13,16 +13,37 @@ export interface HttpAnswer {
 }
 
 /** A JSON answer carrying an error shape. */
-export function jsonAnswer(status: number, shape: ErrorShape, headers: Record<string, string> = {}): HttpAnswer {
-  return { status, headers: { ...headers, 'Content-Type': 'application/json; charset=utf-8' }, body: JSON.stringify(shape) };
+export function jsonAnswer(
+  status: number,
+  shape: ErrorShape,
+  headers: Record<string, string> = {},
+): HttpAnswer {
+  return {
+    status,
+    headers: { ...headers, 'Content-Type': 'application/json; charset=utf-8' },
+    body: JSON.stringify(shape),
+  };
 }
 
 /** A plain-text answer (webhooks: no JSON shape). */
-export function textAnswer(status: number, text: string, headers: Record<string, string> = {}): HttpAnswer {
-  return { status, headers: { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }, body: text };
+export function textAnswer(
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): HttpAnswer {
+  return {
+    status,
+    headers: { ...headers, 'Content-Type': 'text/plain; charset=utf-8' },
+    body: text,
+  };
 }
 
 /** What a gate concluded about one request. */
 export type GateResult =
   | { readonly ok: true; readonly decision: Decision | undefined }
-  | { readonly ok: false; readonly decision: Decision | undefined; readonly answer: HttpAnswer; readonly error: ErrorShape | undefined };
+  | {
+      readonly ok: false;
+      readonly decision: Decision | undefined;
+      readonly answer: HttpAnswer;
+      readonly error: ErrorShape | undefined;
+    };

@@ -1,9 +1,18 @@
 import { createClientResolver, parseTrustedProxies, type RawRequest } from '../client.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
 import type { Decision } from '../decision.js';
-import { authFailedError, authRateLimitedError, retryAfterSeconds, storeUnavailableError } from '../error-shapes.js';
+import {
+  authFailedError,
+  authRateLimitedError,
+  retryAfterSeconds,
+  storeUnavailableError,
+} from '../error-shapes.js';
 import type { Logger } from '../events.js';
-import { createFailureLimiter, type FailureLimiter, type FailureLimiterOptions } from '../failure-limiter.js';
+import {
+  createFailureLimiter,
+  type FailureLimiter,
+  type FailureLimiterOptions,
+} from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
 import { boolean, func, nonEmptyString, parseOptions, required, withMethods } from '../options.js';
 import { presets } from '../presets.js';
@@ -46,7 +55,10 @@ export const clientOptionSpec = {
 };
 
 /** Extra option names an adapter may accept on top of a gate's (its own translation options). */
-export type AdapterOptionSpec = Record<string, (value: unknown, fail: (expected: string) => never) => unknown>;
+export type AdapterOptionSpec = Record<
+  string,
+  (value: unknown, fail: (expected: string) => never) => unknown
+>;
 
 /** How an adapter builds a gate: its factory name for messages, whether `verify` is required, its own extra options. */
 export interface GateSetup {
@@ -61,21 +73,30 @@ export interface GateSetup {
 /** Throws when both `limiter` and `options` are given: one of them would be silently ignored. */
 export function oneLimiterSource(o: { limiter?: unknown; options?: unknown }, where: string): void {
   if (o.limiter !== undefined && o.options !== undefined) {
-    throw new PortcullisConfigError('ERR_PORTCULLIS_LIMITER', 'limiter', `${where}: pass either "limiter" or "options", not both`);
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_LIMITER',
+      'limiter',
+      `${where}: pass either "limiter" or "options", not both`,
+    );
   }
 }
 
 /** Checks the `options` option: a plain object (the limiter factory validates its contents). */
 export function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as T) : fail('an object');
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as T)
+    : fail('an object');
 }
 
 /** A compiled auth gate: one per guarded route or socket server. */
 export interface AuthGate<Req> {
   /** Runs `verify(req)` and the lockout sequence; `raw` is the Node request behind `req`. */
   run(raw: RawRequest, req: Req): MaybePromise<GateResult>;
-  /** The lockout sequence for an outcome found elsewhere (e.g. in a first WS frame). */
-  decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult>;
+  /**
+   * The lockout sequence for an outcome found elsewhere (e.g. in a first WS frame). `scope`
+   * overrides the gate's credential class for this call (blank = `'default'`).
+   */
+  decide(raw: RawRequest, outcome: AuthOutcome, scope?: string): MaybePromise<GateResult>;
   /** The limiter for non-browser clients. */
   readonly limiter: FailureLimiter;
   /** The limiter for browser clients (requests with `Origin`). */
@@ -85,7 +106,9 @@ export interface AuthGate<Req> {
 /** Validates what `verify` returned; anything else is a programming error. */
 export function checkOutcome(outcome: unknown): AuthOutcome {
   if (outcome === 'ok' || outcome === 'invalid' || outcome === 'missing') return outcome;
-  throw new TypeError(`Portcullis: verify() must return 'ok', 'invalid' or 'missing', got ${String(outcome)}`);
+  throw new TypeError(
+    `Portcullis: verify() must return 'ok', 'invalid' or 'missing', got ${String(outcome)}`,
+  );
 }
 
 /**
@@ -95,7 +118,10 @@ export function checkOutcome(outcome: unknown): AuthOutcome {
  * resets the scope for that client. Browser requests use the browser limiter (DESIGN 3.3).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSetup = {}): AuthGate<Req> {
+export function createAuthGate<Req>(
+  options: AuthGateOptions<Req>,
+  setup: GateSetup = {},
+): AuthGate<Req> {
   const where = setup.where ?? 'authGuard';
   const o = parseOptions(
     options,
@@ -111,9 +137,9 @@ export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSe
     where,
   );
   oneLimiterSource(o, where);
-  const verify = (setup.needsVerify ?? true ? required(o.verify, 'verify', 'a function', where) : o.verify) as
-    | ((req: Req) => MaybePromise<AuthOutcome>)
-    | undefined;
+  const verify = (
+    (setup.needsVerify ?? true) ? required(o.verify, 'verify', 'a function', where) : o.verify
+  ) as ((req: Req) => MaybePromise<AuthOutcome>) | undefined;
   const limiter = o.limiter ?? createFailureLimiter({ ...presets.gatewayAuth, ...o.options });
   const browserLimiter =
     o.browserLimiter ??
@@ -128,7 +154,7 @@ export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSe
       store: limiter.store,
       ...(o.options?.logger !== undefined && { logger: o.options.logger }),
     });
-  const scope = o.scope ?? 'default';
+  const gateScope = o.scope ?? 'default';
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
@@ -139,7 +165,12 @@ export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSe
 
   function refuse(d: Decision): GateResult {
     if (d.reason === 'store-error') {
-      return { ok: false, decision: d, answer: jsonAnswer(503, storeUnavailableError()), error: storeUnavailableError() };
+      return {
+        ok: false,
+        decision: d,
+        answer: jsonAnswer(503, storeUnavailableError()),
+        error: storeUnavailableError(),
+      };
     }
     const error = authRateLimitedError(d.retryAfterMs);
     return {
@@ -150,15 +181,25 @@ export function createAuthGate<Req>(options: AuthGateOptions<Req>, setup: GateSe
     };
   }
 
-  function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
-    if (checkOutcome(outcome) === 'missing') return { ok: false, decision: undefined, answer: missing, error: authFailedError('missing') };
+  function decide(
+    raw: RawRequest,
+    outcome: AuthOutcome,
+    scopeOverride?: string,
+  ): MaybePromise<GateResult> {
+    if (checkOutcome(outcome) === 'missing')
+      return { ok: false, decision: undefined, answer: missing, error: authFailedError('missing') };
+    const scope = scopeOverride ?? gateScope;
     const client = resolve(raw);
     const browser = client.origin !== undefined;
     const lim = browser ? browserLimiter : limiter;
     const subject = authSubject(client, { exemptLoopback: lim.config.exemptLoopback });
     return mapMaybe(lim.check(subject, scope), (d): MaybePromise<GateResult> => {
       if (!d.allowed) return refuse(d);
-      if (outcome === 'ok') return mapMaybe(lim.recordSuccess(subject, scope), (after) => ({ ok: true, decision: after }));
+      if (outcome === 'ok')
+        return mapMaybe(lim.recordSuccess(subject, scope), (after) => ({
+          ok: true,
+          decision: after,
+        }));
       return mapMaybe(lim.recordFailure(subject, scope), (after) => ({
         ok: false,
         decision: after,

@@ -79,7 +79,10 @@ const fn = func as (value: unknown, fail: (expected: string) => never) => never;
  * IETF headers computed once per decision, and a ready-made 429/503 answer.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function createRequestGate<Req>(options?: RequestGateOptions<Req>, extra: AdapterOptionSpec = {}): RequestGate<Req> {
+export function createRequestGate<Req>(
+  options?: RequestGateOptions<Req>,
+  extra: AdapterOptionSpec = {},
+): RequestGate<Req> {
   const where = 'rateLimit';
   const o = parseOptions(
     options,
@@ -88,7 +91,10 @@ export function createRequestGate<Req>(options?: RequestGateOptions<Req>, extra:
       limit: integer(1),
       windowMs: integer(1),
       algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
-      name: (v: unknown, fail: (e: string) => never) => (typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v) ? v : fail('a token of 1–64 letters, digits, "_", "." or "-"')),
+      name: (v: unknown, fail: (e: string) => never) =>
+        typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
+          ? v
+          : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
       key: fn,
       skip: fn,
       cost: either(integer(1), func, 'a positive integer or a function'),
@@ -105,11 +111,25 @@ export function createRequestGate<Req>(options?: RequestGateOptions<Req>, extra:
     where,
   );
   if (o.limiter !== undefined) {
-    const clash = (['limit', 'windowMs', 'algorithm', 'store', 'maxEntries', 'clock', 'timers', 'dryRun', 'name'] as const).find(
-      (k) => o[k] !== undefined,
-    );
+    const clash = (
+      [
+        'limit',
+        'windowMs',
+        'algorithm',
+        'store',
+        'maxEntries',
+        'clock',
+        'timers',
+        'dryRun',
+        'name',
+      ] as const
+    ).find((k) => o[k] !== undefined);
     if (clash !== undefined) {
-      throw new PortcullisConfigError('ERR_PORTCULLIS_LIMITER', 'limiter', `${where}: "${clash}" belongs to the limiter you pass; set it there`);
+      throw new PortcullisConfigError(
+        'ERR_PORTCULLIS_LIMITER',
+        'limiter',
+        `${where}: "${clash}" belongs to the limiter you pass; set it there`,
+      );
     }
   }
   const limiter =
@@ -127,7 +147,11 @@ export function createRequestGate<Req>(options?: RequestGateOptions<Req>, extra:
       ...(o.logger !== undefined && { logger: o.logger }),
     });
   const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
-  const writeHeaders = createHeaderWriter({ windowMs: limiter.rule.windowMs, name: limiter.name, mode });
+  const writeHeaders = createHeaderWriter({
+    windowMs: limiter.rule.windowMs,
+    name: limiter.name,
+    mode,
+  });
   const subnet = (o.ipv6Subnet ?? 64) as number | false;
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),

@@ -3,11 +3,22 @@ import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { retryAfterSeconds } from '../error-shapes.js';
 import type { Logger } from '../events.js';
-import { createFailureLimiter, type FailureLimiter, type FailureLimiterOptions } from '../failure-limiter.js';
+import {
+  createFailureLimiter,
+  type FailureLimiter,
+  type FailureLimiterOptions,
+} from '../failure-limiter.js';
 import { func, parseOptions, required, withMethods } from '../options.js';
 import { presets } from '../presets.js';
 import { type GateResult, textAnswer } from './answer.js';
-import { type AdapterOptionSpec, type AuthOutcome, checkOutcome, clientOptionSpec, objectOption, oneLimiterSource } from './auth-gate.js';
+import {
+  type AdapterOptionSpec,
+  type AuthOutcome,
+  checkOutcome,
+  clientOptionSpec,
+  objectOption,
+  oneLimiterSource,
+} from './auth-gate.js';
 
 /** Options of {@link createWebhookGate} (and of every adapter's `webhookGuard`). */
 export interface WebhookGateOptions<Req> {
@@ -39,7 +50,10 @@ export interface WebhookGate<Req> {
  * counted: 401 below the limit, plain `429 Too Many Requests` with `Retry-After` once locked.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function createWebhookGate<Req>(options: WebhookGateOptions<Req>, extra: AdapterOptionSpec = {}): WebhookGate<Req> {
+export function createWebhookGate<Req>(
+  options: WebhookGateOptions<Req>,
+  extra: AdapterOptionSpec = {},
+): WebhookGate<Req> {
   const where = 'webhookGuard';
   const o = parseOptions(
     options,
@@ -53,8 +67,11 @@ export function createWebhookGate<Req>(options: WebhookGateOptions<Req>, extra: 
     where,
   );
   oneLimiterSource(o, where);
-  const verify = required(o.verify, 'verify', 'a function', where) as (req: Req) => MaybePromise<AuthOutcome>;
-  const limiter = o.limiter ?? createFailureLimiter({ ...presets.webhookAuth, name: 'webhook', ...o.options });
+  const verify = required(o.verify, 'verify', 'a function', where) as (
+    req: Req,
+  ) => MaybePromise<AuthOutcome>;
+  const limiter =
+    o.limiter ?? createFailureLimiter({ ...presets.webhookAuth, name: 'webhook', ...o.options });
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
@@ -65,15 +82,19 @@ export function createWebhookGate<Req>(options: WebhookGateOptions<Req>, extra: 
 
   function afterFailure(d: Decision): GateResult {
     if (d.allowed) return { ok: false, decision: d, answer: unauthorized, error: undefined };
-    if (d.reason === 'store-error') return { ok: false, decision: d, answer: unavailable, error: undefined };
-    const answer = textAnswer(429, 'Too Many Requests', { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) });
+    if (d.reason === 'store-error')
+      return { ok: false, decision: d, answer: unavailable, error: undefined };
+    const answer = textAnswer(429, 'Too Many Requests', {
+      'Retry-After': String(retryAfterSeconds(d.retryAfterMs)),
+    });
     return { ok: false, decision: d, answer, error: undefined };
   }
 
   function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
     // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
     const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
-    if (checkOutcome(outcome) === 'ok') return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
+    if (checkOutcome(outcome) === 'ok')
+      return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
     checkOutcome(outcome);
     return mapMaybe(limiter.recordFailure(subject), afterFailure);
   }

@@ -28,7 +28,12 @@ export function manualClock(startMs = 0): ManualClock {
   function runUntil(target: number): void {
     for (;;) {
       let next: Pending | undefined;
-      for (const t of timers) if (t.due <= target && (next === undefined || t.due < next.due || (t.due === next.due && t.id < next.id))) next = t;
+      for (const t of timers)
+        if (
+          t.due <= target &&
+          (next === undefined || t.due < next.due || (t.due === next.due && t.id < next.id))
+        )
+          next = t;
       if (next === undefined) break;
       const run = next;
       timers = timers.filter((t) => t !== run);
@@ -41,7 +46,8 @@ export function manualClock(startMs = 0): ManualClock {
   return {
     now: () => now,
     advance(ms: number): void {
-      if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`manualClock.advance: ms must be a finite number ≥ 0, got ${ms}`);
+      if (!Number.isFinite(ms) || ms < 0)
+        throw new RangeError(`manualClock.advance: ms must be a finite number ≥ 0, got ${ms}`);
       runUntil(now + ms);
     },
     set(ms: number): void {

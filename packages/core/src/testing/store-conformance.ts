@@ -34,9 +34,14 @@ function d(
  * log at every boundary, driven by the harness's clock. Run it from a test file:
  * `describeStoreConformance('MemoryStore', () => { const c = manualClock(); return { store: new MemoryStore({ clock: c, timers: c }), advance: c.advance }; })`.
  */
-export function describeStoreConformance(name: string, factory: () => StoreHarness | Promise<StoreHarness>): void {
+export function describeStoreConformance(
+  name: string,
+  factory: () => StoreHarness | Promise<StoreHarness>,
+): void {
   describe(`${name} store conformance`, () => {
-    async function withStore(body: (s: Store, advance: (ms: number) => Promise<void>) => Promise<void>): Promise<void> {
+    async function withStore(
+      body: (s: Store, advance: (ms: number) => Promise<void>) => Promise<void>,
+    ): Promise<void> {
       const h = await factory();
       try {
         await body(h.store, async (ms) => {
@@ -73,21 +78,29 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
         expect(await s.peek('c', fixed)).toEqual(d('c', 3, true, 'allowed', 1, 0, 750));
         expect(await s.consume('c', fixed, 1)).toEqual(d('c', 3, true, 'allowed', 0, 0, 750));
         expect(await s.consume('c', fixed, 4)).toEqual(d('c', 3, false, 'limited', 0, 750, 750));
-        expect(await s.consume('fresh', fixed, 4)).toEqual(d('fresh', 3, false, 'limited', 3, 1000, 1000));
+        expect(await s.consume('fresh', fixed, 4)).toEqual(
+          d('fresh', 3, false, 'limited', 3, 1000, 1000),
+        );
         expect(await s.peek('fresh', fixed)).toEqual(d('fresh', 3, true, 'allowed', 3, 0, 0));
       }));
 
     it('sliding window: the previous window weighs by its overlap', () =>
       withStore(async (s, advance) => {
         for (const remaining of [3, 2, 1, 0]) {
-          expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, true, 'allowed', remaining, 0, 2000));
+          expect(await s.consume('s', sliding, 1)).toEqual(
+            d('s', 4, true, 'allowed', remaining, 0, 2000),
+          );
         }
-        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 1250, 2000));
+        expect(await s.consume('s', sliding, 1)).toEqual(
+          d('s', 4, false, 'limited', 0, 1250, 2000),
+        );
         await advance(1000);
         expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 250, 1000));
         expect(await s.peek('s', sliding)).toEqual(d('s', 4, false, 'limited', 0, 250, 1000));
         await advance(249);
-        expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, false, 'limited', 0, 1, 1000 - 249));
+        expect(await s.consume('s', sliding, 1)).toEqual(
+          d('s', 4, false, 'limited', 0, 1, 1000 - 249),
+        );
         await advance(1);
         expect(await s.consume('s', sliding, 1)).toEqual(d('s', 4, true, 'allowed', 0, 0, 1750));
         await advance(500);
@@ -103,8 +116,16 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
 
     it('token bucket: continuous refill in exact integer steps', () =>
       withStore(async (s, advance) => {
-        for (const [remaining, reset] of [[4, 200], [3, 400], [2, 600], [1, 800], [0, 1000]] as const) {
-          expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, true, 'allowed', remaining, 0, reset));
+        for (const [remaining, reset] of [
+          [4, 200],
+          [3, 400],
+          [2, 600],
+          [1, 800],
+          [0, 1000],
+        ] as const) {
+          expect(await s.consume('b', bucket, 1)).toEqual(
+            d('b', 5, true, 'allowed', remaining, 0, reset),
+          );
         }
         expect(await s.consume('b', bucket, 1)).toEqual(d('b', 5, false, 'limited', 0, 200, 1000));
         await advance(100);
@@ -123,13 +144,24 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
     it('failure log: the failure reaching maxAttempts locks; lockout neither counts nor extends; expiry clears', () =>
       withStore(async (s, advance) => {
         expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 3, 0, 0));
-        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 2, 0, 1000));
+        expect(await s.recordFailure('f', failures)).toEqual(
+          d('f', 3, true, 'allowed', 2, 0, 1000),
+        );
         await advance(100);
-        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 1, 0, 1000));
-        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 1, 0, 1000));
+        expect(await s.recordFailure('f', failures)).toEqual(
+          d('f', 3, true, 'allowed', 1, 0, 1000),
+        );
+        expect(await s.checkFailures('f', failures)).toEqual(
+          d('f', 3, true, 'allowed', 1, 0, 1000),
+        );
         await advance(100);
-        expect(await s.recordFailure('f', failures)).toEqual({ ...d('f', 3, false, 'locked', 0, 5000, 5000), lockoutStarted: true });
-        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, false, 'locked', 0, 5000, 5000));
+        expect(await s.recordFailure('f', failures)).toEqual({
+          ...d('f', 3, false, 'locked', 0, 5000, 5000),
+          lockoutStarted: true,
+        });
+        expect(await s.checkFailures('f', failures)).toEqual(
+          d('f', 3, false, 'locked', 0, 5000, 5000),
+        );
         await advance(1000);
         const during = await s.recordFailure('f', failures);
         expect(during).toEqual(d('f', 3, false, 'locked', 0, 4000, 4000));
@@ -138,7 +170,9 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
         expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, false, 'locked', 0, 1, 1));
         await advance(1);
         expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 3, 0, 0));
-        expect(await s.recordFailure('f', failures)).toEqual(d('f', 3, true, 'allowed', 2, 0, 1000));
+        expect(await s.recordFailure('f', failures)).toEqual(
+          d('f', 3, true, 'allowed', 2, 0, 1000),
+        );
       }));
 
     it('failure log: a failure exactly windowMs old has expired', () =>
@@ -148,9 +182,14 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
         await s.recordFailure('g', failures);
         await advance(500);
         expect(await s.checkFailures('g', failures)).toEqual(d('g', 3, true, 'allowed', 2, 0, 500));
-        expect(await s.recordFailure('g', failures)).toEqual(d('g', 3, true, 'allowed', 1, 0, 1000));
+        expect(await s.recordFailure('g', failures)).toEqual(
+          d('g', 3, true, 'allowed', 1, 0, 1000),
+        );
         await advance(499);
-        expect(await s.recordFailure('g', failures)).toEqual({ ...d('g', 3, false, 'locked', 0, 5000, 5000), lockoutStarted: true });
+        expect(await s.recordFailure('g', failures)).toEqual({
+          ...d('g', 3, false, 'locked', 0, 5000, 5000),
+          lockoutStarted: true,
+        });
       }));
 
     it('delete forgets a key: window, bucket, history and lockout', () =>
@@ -171,17 +210,25 @@ export function describeStoreConformance(name: string, factory: () => StoreHarne
         expect((await s.consume('a', fixed, 1)).allowed).toBe(false);
         expect(await s.consume('b', fixed, 1)).toEqual(d('b', 3, true, 'allowed', 2, 0, 1000));
         for (let i = 0; i < 3; i++) await s.recordFailure('a:f', failures);
-        expect(await s.checkFailures('b:f', failures)).toEqual(d('b:f', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.checkFailures('b:f', failures)).toEqual(
+          d('b:f', 3, true, 'allowed', 3, 0, 0),
+        );
       }));
 
     it('concurrent calls never pass more than the limit', () =>
       withStore(async (s) => {
         const rule: WindowRule = { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 };
-        const all = await Promise.all(Array.from({ length: 50 }, () => s.consume('burst', rule, 1)));
+        const all = await Promise.all(
+          Array.from({ length: 50 }, () => s.consume('burst', rule, 1)),
+        );
         expect(all.filter((x) => x.allowed)).toHaveLength(10);
-        const fails = await Promise.all(Array.from({ length: 20 }, () => s.recordFailure('burst-f', failures)));
+        const fails = await Promise.all(
+          Array.from({ length: 20 }, () => s.recordFailure('burst-f', failures)),
+        );
         expect(fails.filter((x) => x.allowed)).toHaveLength(2);
-        expect(fails.filter((x) => (x as { lockoutStarted?: true }).lockoutStarted)).toHaveLength(1);
+        expect(fails.filter((x) => (x as { lockoutStarted?: true }).lockoutStarted)).toHaveLength(
+          1,
+        );
       }));
   });
 }

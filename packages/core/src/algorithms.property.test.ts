@@ -1,0 +1,308 @@
+/*
+ * Property tests: random operation sequences and random clock steps drive each algorithm through a
+ * limiter and the memory store, and the decisions are checked against small reference models kept
+ * as plain logs of what happened (a different representation from the stores' counters), and
+ * against the promises a decision makes (retry after `retryAfterMs` and you pass; `remaining` more
+ * unit calls pass right now).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Decision } from './decision.js';
+import { createFailureLimiter } from './failure-limiter.js';
+import type { Algorithm } from './store.js';
+import { manualClock } from './testing/manual-clock.js';
+import { createWindowLimiter } from './window-limiter.js';
+
+type Op =
+  | { t: 'consume'; key: string; cost: number }
+  | { t: 'peek'; key: string }
+  | { t: 'advance'; ms: number }
+  | { t: 'reset'; key: string };
+
+/** Clock steps biased towards the boundaries that matter (exact window and lockout lengths). */
+const step = (max: number) =>
+  fc.oneof(
+    fc.integer({ min: 0, max }),
+    fc.constantFrom(0, 1, 250, 500, 999, 1000, 1001, 2000, 3000),
+  );
+
+const opArb = (maxCost: number, maxStep: number) =>
+  fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        t: fc.constant('consume' as const),
+        key: fc.constantFrom('a', 'b'),
+        cost: fc.integer({ min: 1, max: maxCost }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ t: fc.constant('peek' as const), key: fc.constantFrom('a', 'b') }),
+    },
+    { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(maxStep) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ t: fc.constant('reset' as const), key: fc.constantFrom('a', 'b') }),
+    },
+  );
+
+/** Reference models over a log of accepted calls: [time, cost][]. */
+interface Model {
+  decide(
+    log: [number, number][],
+    now: number,
+    cost: number,
+    anchor: { start?: number },
+  ): { allowed: boolean; remaining: number };
+}
+
+const fixedModel = (limit: number, w: number): Model => ({
+  decide(log, now, cost, anchor) {
+    if (anchor.start === undefined || now >= anchor.start + w) anchor.start = now;
+    const start = anchor.start;
+    const used = log.filter(([t]) => t >= start).reduce((s, [, c]) => s + c, 0);
+    return {
+      allowed: used + cost <= limit,
+      remaining: limit - used - (used + cost <= limit ? cost : 0),
+    };
+  },
+});
+
+const slidingModel = (limit: number, w: number): Model => ({
+  decide(log, now, cost, anchor) {
+    anchor.start ??= now;
+    const start = anchor.start + Math.floor((now - anchor.start) / w) * w;
+    const curr = log.filter(([t]) => t >= start).reduce((s, [, c]) => s + c, 0);
+    const prev = log.filter(([t]) => t >= start - w && t < start).reduce((s, [, c]) => s + c, 0);
+    const weighted = prev * (w - (now - start)) + curr * w;
+    const allowed = weighted + cost * w <= limit * w;
+    const after = weighted + (allowed ? cost * w : 0);
+    return { allowed, remaining: Math.max(0, Math.floor((limit * w - after) / w)) };
+  },
+});
+
+function runWindow(
+  algorithm: Algorithm,
+  limit: number,
+  w: number,
+  model: Model | undefined,
+  ops: Op[],
+): void {
+  const clock = manualClock(0);
+  const limiter = createWindowLimiter({ algorithm, limit, windowMs: w, clock, timers: clock });
+  const logs: Record<string, [number, number][]> = { a: [], b: [] };
+  const anchors: Record<string, { start?: number }> = { a: {}, b: {} };
+  for (const op of ops) {
+    if (op.t === 'advance') {
+      clock.advance(op.ms);
+      continue;
+    }
+    if (op.t === 'reset') {
+      limiter.reset(op.key);
+      logs[op.key] = [];
+      anchors[op.key] = {};
+      continue;
+    }
+    const now = clock.now();
+    if (op.t === 'peek') {
+      const before = limiter.peek(op.key) as Decision;
+      expect(limiter.peek(op.key)).toEqual(before);
+      continue;
+    }
+    const d = limiter.consume(op.key, op.cost) as Decision;
+    expect(d.limit).toBe(limit);
+    expect(d.remaining).toBeGreaterThanOrEqual(0);
+    expect(d.retryAfterMs).toBe(d.allowed ? 0 : d.retryAfterMs);
+    if (!d.allowed) expect(d.retryAfterMs).toBeGreaterThan(0);
+    if (model) {
+      const log = logs[op.key] as [number, number][];
+      const anchor = anchors[op.key] as { start?: number };
+      if (
+        log.length === 0 &&
+        !(
+          anchor.start !== undefined &&
+          now < anchor.start + (algorithm === 'sliding-window' ? 2 * w : w)
+        )
+      ) {
+        anchors[op.key] = {};
+      }
+      const expected = model.decide(log, now, op.cost, anchors[op.key] as { start?: number });
+      expect({ allowed: d.allowed, remaining: d.remaining }).toEqual(expected);
+      if (d.allowed) log.push([now, op.cost]);
+      else if (log.length === 0 && algorithm === 'fixed-window') anchors[op.key] = {};
+    }
+  }
+}
+
+describe('algorithms against reference models', () => {
+  it('fixed window matches the log model', () => {
+    fc.assert(
+      fc.property(fc.array(opArb(4, 1500), { maxLength: 80 }), (ops) =>
+        runWindow('fixed-window', 5, 1000, fixedModel(5, 1000), ops),
+      ),
+      {
+        numRuns: 300,
+      },
+    );
+  });
+
+  it('sliding window matches the log model', () => {
+    fc.assert(
+      fc.property(fc.array(opArb(4, 1500), { maxLength: 80 }), (ops) =>
+        runWindow('sliding-window', 6, 1000, slidingModel(6, 1000), ops),
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('token bucket keeps its invariants', () => {
+    fc.assert(
+      fc.property(fc.array(opArb(4, 700), { maxLength: 80 }), (ops) =>
+        runWindow('token-bucket', 5, 1000, undefined, ops),
+      ),
+      {
+        numRuns: 300,
+      },
+    );
+  });
+
+  it.each(['fixed-window', 'sliding-window', 'token-bucket'] as const)(
+    '%s keeps the promises a decision makes',
+    (algorithm) => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 900 })), {
+            maxLength: 40,
+          }),
+          fc.integer({ min: 1, max: 7 }),
+          (steps, limit) => {
+            const clock = manualClock(0);
+            const l = createWindowLimiter({
+              algorithm,
+              limit,
+              windowMs: 1000,
+              clock,
+              timers: clock,
+            });
+            for (const [cost, ms] of steps) {
+              clock.advance(ms);
+              const d = l.consume('k', cost) as Decision;
+              if (d.allowed) {
+                // `remaining` more unit calls pass right now, and not one more.
+                for (let i = 0; i < d.remaining; i++)
+                  expect((l.consume('k') as Decision).allowed).toBe(true);
+                expect((l.consume('k') as Decision).allowed).toBe(false);
+              } else if (cost <= limit) {
+                // Waiting exactly retryAfterMs is enough, and one millisecond less is not.
+                if (d.retryAfterMs > 1) {
+                  clock.advance(d.retryAfterMs - 1);
+                  expect((l.peek('k') as Decision).allowed && cost === 1).toBe(false);
+                  clock.advance(1);
+                } else {
+                  clock.advance(d.retryAfterMs);
+                }
+                expect((l.consume('k', cost) as Decision).allowed).toBe(true);
+              }
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
+    },
+  );
+});
+
+describe('failure limiter against a reference model', () => {
+  it('matches a log + lockout model under random failures, checks, resets and clock steps', () => {
+    const max = 4;
+    const windowMs = 1000;
+    const lockoutMs = 3000;
+    const op = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          t: fc.constant('fail' as const),
+          key: fc.constantFrom('1.1.1.1', '2.2.2.2'),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          t: fc.constant('check' as const),
+          key: fc.constantFrom('1.1.1.1', '2.2.2.2'),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          t: fc.constant('success' as const),
+          key: fc.constantFrom('1.1.1.1', '2.2.2.2'),
+        }),
+      },
+      { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(1200) }) },
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 100 }), (ops) => {
+        const clock = manualClock(0);
+        const l = createFailureLimiter({
+          maxAttempts: max,
+          windowMs,
+          lockoutMs,
+          clock,
+          timers: clock,
+        });
+        const model = new Map<string, { fails: number[]; lockedUntil: number }>();
+        for (const o of ops) {
+          if (o.t === 'advance') {
+            clock.advance(o.ms);
+            continue;
+          }
+          const now = clock.now();
+          const m = model.get(o.key) ?? { fails: [], lockedUntil: 0 };
+          if (m.lockedUntil !== 0 && now >= m.lockedUntil) {
+            m.fails = [];
+            m.lockedUntil = 0;
+          }
+          m.fails = m.fails.filter((t) => t + windowMs > now);
+          model.set(o.key, m);
+          const isLocked = m.lockedUntil > now;
+          if (o.t === 'success') {
+            l.recordSuccess(o.key);
+            model.delete(o.key);
+          } else if (o.t === 'check') {
+            const d = l.check(o.key) as Decision;
+            expect(d).toMatchObject(
+              isLocked
+                ? { allowed: false, reason: 'locked', retryAfterMs: m.lockedUntil - now }
+                : { allowed: true, remaining: max - m.fails.length },
+            );
+          } else {
+            const d = l.recordFailure(o.key) as Decision;
+            if (isLocked) {
+              expect(d).toMatchObject({
+                allowed: false,
+                reason: 'locked',
+                retryAfterMs: m.lockedUntil - now,
+              });
+            } else {
+              m.fails.push(now);
+              if (m.fails.length >= max) {
+                m.lockedUntil = now + lockoutMs;
+                m.fails = [];
+                expect(d).toMatchObject({
+                  allowed: false,
+                  reason: 'locked',
+                  retryAfterMs: lockoutMs,
+                });
+              } else {
+                expect(d).toMatchObject({ allowed: true, remaining: max - m.fails.length });
+              }
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,267 @@
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { createClientResolver, type RawRequest, resolveClient } from './client.js';
+import { normalizeIp } from './ip.js';
+import { authSubject } from './subject.js';
+
+function req(
+  remoteAddress: string | undefined,
+  headers: Record<string, string | string[]> = {},
+  rawHeaders?: string[],
+): RawRequest {
+  return { socket: { remoteAddress }, headers, ...(rawHeaders && { rawHeaders }) };
+}
+
+const proxy = { trustedProxies: ['10.0.0.1', '10.1.0.0/16', '2001:db8:ffff::/48'] };
+
+describe('resolveClient', () => {
+  it('an untrusted peer is the client; its forwarding headers are ignored', () => {
+    expect(
+      resolveClient(req('203.0.113.5', { 'x-forwarded-for': '1.1.1.1' }), {
+        logger: { warn: vi.fn() },
+      }),
+    ).toEqual({
+      ip: '203.0.113.5',
+      directLocal: false,
+      proxied: false,
+      origin: undefined,
+    });
+    expect(resolveClient(req('::ffff:203.0.113.5'))).toMatchObject({ ip: '203.0.113.5' });
+  });
+
+  it('behind a trusted proxy the right-most untrusted hop is the client', () => {
+    const r = createClientResolver(proxy);
+    expect(r(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.9' }))).toEqual({
+      ip: '203.0.113.9',
+      directLocal: false,
+      proxied: true,
+      origin: undefined,
+    });
+    expect(
+      r(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.9, 10.1.2.3' })).ip,
+    ).toBe('203.0.113.9');
+    expect(r(req('10.0.0.1', { 'x-forwarded-for': '[2001:db8::1]:443' })).ip).toBe('2001:db8::1');
+    expect(r(req('10.0.0.1', { 'x-forwarded-for': '203.0.113.9:51234' })).ip).toBe('203.0.113.9');
+    expect(r(req('10.0.0.1', { 'x-forwarded-for': 'garbage, 203.0.113.9' })).ip).toBe(
+      '203.0.113.9',
+    );
+  });
+
+  it('merges every X-Forwarded-For line in order', () => {
+    const r = createClientResolver(proxy);
+    const raw = [
+      'X-Forwarded-For',
+      '198.51.100.1',
+      'Host',
+      'x',
+      'x-forwarded-for',
+      '203.0.113.9, 10.1.0.7',
+    ];
+    expect(
+      r(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.9, 10.1.0.7' }, raw)).ip,
+    ).toBe('203.0.113.9');
+    expect(r(req('10.0.0.1', { 'x-forwarded-for': ['198.51.100.1', '203.0.113.10'] })).ip).toBe(
+      '203.0.113.10',
+    );
+  });
+
+  it('fails closed: malformed walked hops, all-trusted chains and missing headers are unresolved', () => {
+    const r = createClientResolver(proxy);
+    for (const xff of [
+      '203.0.113.9, garbage',
+      '203.0.113.9,,10.1.0.1',
+      '10.1.0.1, 10.0.0.1',
+      '',
+      ' ',
+      '0x7f.0.0.1',
+    ]) {
+      expect(r(req('10.0.0.1', { 'x-forwarded-for': xff })), xff).toEqual({
+        ip: undefined,
+        directLocal: false,
+        proxied: true,
+        origin: undefined,
+      });
+    }
+    expect(r(req('10.0.0.1')).ip).toBeUndefined();
+    expect(r(req('10.0.0.1', { 'x-real-ip': '203.0.113.1' })).ip).toBeUndefined();
+  });
+
+  it('uses X-Real-IP only with allowRealIpFallback, and only without X-Forwarded-For', () => {
+    const r = createClientResolver({ ...proxy, allowRealIpFallback: true });
+    expect(r(req('10.0.0.1', { 'x-real-ip': '203.0.113.1' })).ip).toBe('203.0.113.1');
+    expect(r(req('10.0.0.1', { 'x-real-ip': '10.1.0.9' })).ip).toBeUndefined();
+    expect(r(req('10.0.0.1', { 'x-real-ip': 'nope' })).ip).toBeUndefined();
+    expect(
+      r(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.3', 'x-real-ip': '203.0.113.1' })).ip,
+    ).toBe('198.51.100.3');
+    expect(r(req('203.0.113.50', { 'x-real-ip': '1.1.1.1' })).ip).toBe('203.0.113.50');
+  });
+
+  it('directLocal only for a clean loopback peer, and warns once about an untrusted loopback proxy', () => {
+    const warn = vi.fn();
+    const r = createClientResolver({ logger: { warn } });
+    expect(r(req('127.0.0.1'))).toEqual({
+      ip: '127.0.0.1',
+      directLocal: true,
+      proxied: false,
+      origin: undefined,
+    });
+    expect(r(req('::1')).directLocal).toBe(true);
+    expect(r(req('::ffff:127.0.0.1')).directLocal).toBe(true);
+    expect(r(req('127.0.0.1', { origin: 'http://localhost:3000' }))).toEqual({
+      ip: '127.0.0.1',
+      directLocal: false,
+      proxied: false,
+      origin: 'http://localhost:3000',
+    });
+    for (const h of [
+      'x-forwarded-for',
+      'X-Forwarded-Host',
+      'forwarded',
+      'x-real-ip',
+      'x-forwarded-proto',
+    ]) {
+      expect(r(req('127.0.0.1', { [h]: '1.2.3.4' })), h).toEqual({
+        ip: '127.0.0.1',
+        directLocal: false,
+        proxied: false,
+        origin: undefined,
+      });
+    }
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]?.[1]).toContain('trustedProxies');
+    const behindLocalProxy = createClientResolver({ trustedProxies: ['127.0.0.1'] });
+    expect(behindLocalProxy(req('127.0.0.1')).directLocal).toBe(false);
+    expect(behindLocalProxy(req('127.0.0.1', { 'x-forwarded-for': '127.0.0.1' }))).toMatchObject({
+      ip: undefined,
+      directLocal: false,
+    });
+  });
+
+  it('keeps repeated Origin headers visibly repeated', () => {
+    const raw = ['Origin', 'https://a.example', 'Origin', 'https://b.example'];
+    expect(resolveClient(req('127.0.0.1', { origin: 'https://a.example' }, raw)).origin).toBe(
+      'https://a.example, https://b.example',
+    );
+    expect(
+      resolveClient(req('127.0.0.1', { origin: ['https://a.example', 'https://b.example'] }))
+        .origin,
+    ).toBe('https://a.example, https://b.example');
+  });
+
+  it('unresolved peers (no socket address) are unresolved', () => {
+    expect(resolveClient({ headers: {} })).toEqual({
+      ip: undefined,
+      directLocal: false,
+      proxied: false,
+      origin: undefined,
+    });
+    expect(resolveClient(req('not-an-ip')).ip).toBeUndefined();
+  });
+
+  it.each([
+    [true],
+    [1],
+    ['10.0.0.1'],
+    [['0.0.0.0/0']],
+    [['::/0']],
+    [['10.0.0.0/33']],
+    [['proxy.local']],
+    [[1]],
+  ])('rejects trustedProxies %j', (trustedProxies) => {
+    expect(() => createClientResolver({ trustedProxies } as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_TRUSTED_PROXIES', option: 'trustedProxies' }),
+    );
+  });
+
+  it('fuzz: never throws, yields canonical IPs, never the trusted proxy itself', () => {
+    const r = createClientResolver(proxy);
+    const hop = fc.oneof(
+      fc.ipV4(),
+      fc.ipV6(),
+      fc.constantFrom('10.0.0.1', '10.1.3.4', 'unknown', '', '[::1]:80', '1.2.3.4:5'),
+      fc.string({ maxLength: 20 }),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.constant('10.0.0.1'), fc.ipV4(), fc.ipV6(), fc.string({ maxLength: 30 })),
+        fc.array(
+          fc.array(hop, { maxLength: 6 }).map((hops) => hops.join(', ')),
+          { maxLength: 3 },
+        ),
+        fc.option(fc.string({ maxLength: 50 }), { nil: undefined }),
+        (peer, lines, origin) => {
+          const rawHeaders = lines.flatMap((l) => ['X-Forwarded-For', l]);
+          if (origin !== undefined) rawHeaders.push('Origin', origin);
+          const headers: Record<string, string> = {};
+          if (lines.length > 0) headers['x-forwarded-for'] = lines.join(', ');
+          if (origin !== undefined) headers.origin = origin;
+          const client = r(req(peer, headers, rawHeaders));
+          if (client.ip !== undefined) {
+            expect(normalizeIp(client.ip)).toBe(client.ip);
+            if (client.proxied)
+              expect(['10.0.0.1'].includes(client.ip) || client.ip.startsWith('10.1.')).toBe(false);
+          }
+          const subject = authSubject(client);
+          expect(typeof subject.key).toBe('string');
+          if (subject.exempt) expect(client.directLocal).toBe(true);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('authSubject', () => {
+  const r = createClientResolver({ trustedProxies: ['127.0.0.1'] });
+  const plain = createClientResolver({ logger: { warn: () => {} } });
+
+  it('exempts only clean direct-local clients, and only when asked', () => {
+    expect(authSubject(plain(req('127.0.0.1')))).toEqual({ key: '127.0.0.1', exempt: true });
+    expect(authSubject(plain(req('127.0.0.1')), { exemptLoopback: false })).toEqual({
+      key: '127.0.0.1',
+      exempt: false,
+    });
+    expect(authSubject(plain(req('127.0.0.1', { 'x-forwarded-for': '203.0.113.1' })))).toEqual({
+      key: '127.0.0.1',
+      exempt: false,
+    });
+    expect(authSubject(plain(req('203.0.113.1')))).toEqual({ key: '203.0.113.1', exempt: false });
+  });
+
+  it('keys browsers from loopback by origin and remote browsers by IP', () => {
+    expect(authSubject(plain(req('127.0.0.1', { origin: 'HTTP://LOCALHOST:5173' })))).toEqual({
+      key: 'browser-origin:http://localhost:5173',
+      exempt: false,
+    });
+    expect(authSubject(plain(req('::1', { origin: 'null' })))).toEqual({
+      key: 'browser-origin:null',
+      exempt: false,
+    });
+    expect(authSubject(plain(req('203.0.113.4', { origin: 'https://evil.example' })))).toEqual({
+      key: '203.0.113.4',
+      exempt: false,
+    });
+    expect(
+      authSubject(
+        r(req('127.0.0.1', { origin: 'https://evil.example', 'x-forwarded-for': '198.51.100.2' })),
+      ),
+    ).toEqual({
+      key: '198.51.100.2',
+      exempt: false,
+    });
+  });
+
+  it('unresolved clients share the unknown bucket, never exempt', () => {
+    expect(authSubject(r(req('127.0.0.1', { 'x-forwarded-for': 'bogus' })))).toEqual({
+      key: 'unknown',
+      exempt: false,
+    });
+    expect(
+      authSubject(r(req('127.0.0.1', { 'x-forwarded-for': 'bogus', origin: 'https://a.example' }))),
+    ).toEqual({
+      key: 'unknown',
+      exempt: false,
+    });
+  });
+});

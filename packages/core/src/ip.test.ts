@@ -1,0 +1,170 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ipKey, isLoopback, normalizeIp, parseCidr, parseHeaderAddress, parseIp } from './ip.js';
+
+describe('normalizeIp', () => {
+  it.each([
+    ['1.2.3.4', '1.2.3.4'],
+    ['255.255.255.255', '255.255.255.255'],
+    ['0.0.0.0', '0.0.0.0'],
+    ['::ffff:127.0.0.1', '127.0.0.1'],
+    ['::FFFF:7f00:1', '127.0.0.1'],
+    ['0:0:0:0:0:ffff:c000:0201', '192.0.2.1'],
+    ['2001:DB8::1', '2001:db8::1'],
+    ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
+    ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
+    ['2001:db8:0:1:1:1:1:1', '2001:db8:0:1:1:1:1:1'],
+    ['::', '::'],
+    ['::1', '::1'],
+    ['fe80::1%eth0', 'fe80::1'],
+    ['64:ff9b::192.0.2.33', '64:ff9b::c000:221'],
+    ['1::', '1::'],
+  ])('%s → %s', (input, output) => {
+    expect(normalizeIp(input)).toBe(output);
+  });
+
+  it.each([
+    '0x7f.0.0.1',
+    '127.1',
+    '127.0.0.01',
+    '0177.0.0.1',
+    '1.2.3.4.5',
+    '256.1.1.1',
+    '1.2.3',
+    '',
+    ' 1.2.3.4',
+    '1.2.3.4 ',
+    '[::1]',
+    '1.2.3.4:80',
+    ':::1',
+    '1::2::3',
+    '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7::8',
+    '12345::1',
+    'g::1',
+    '::ffff:1.2.3',
+    'localhost',
+    '%eth0',
+    'x'.repeat(200),
+  ])('rejects %j', (input) => {
+    expect(normalizeIp(input)).toBeUndefined();
+  });
+
+  it('never throws and is idempotent on arbitrary strings', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), (s) => {
+        const out = normalizeIp(s);
+        if (out !== undefined) expect(normalizeIp(out)).toBe(out);
+      }),
+    );
+  });
+
+  it('maps every spelling of an address to one key', () => {
+    const groups = fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 });
+    fc.assert(
+      fc.property(groups, fc.boolean(), fc.boolean(), (g, upper, pad) => {
+        const full = g
+          .map((x) => (pad ? x.toString(16).padStart(4, '0') : x.toString(16)))
+          .join(':');
+        const spelled = upper ? full.toUpperCase() : full;
+        const canonical = normalizeIp(spelled);
+        expect(canonical).toBeDefined();
+        expect(normalizeIp(canonical as string)).toBe(canonical);
+        // The compressed and the full spelling agree.
+        expect(normalizeIp(g.map((x) => x.toString(16)).join(':'))).toBe(canonical);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.ipV4(), (v4) => {
+        const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number];
+        const hex = `::ffff:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+        expect(normalizeIp(`::ffff:${v4}`)).toBe(v4);
+        expect(normalizeIp(hex)).toBe(v4);
+        expect(normalizeIp(`0:0:0:0:0:FFFF:${v4}`)).toBe(v4);
+      }),
+    );
+  });
+
+  it('agrees with fast-check address generators', () => {
+    fc.assert(
+      fc.property(fc.ipV6(), (v6) => {
+        expect(normalizeIp(v6)).toBeDefined();
+      }),
+    );
+    fc.assert(
+      fc.property(fc.ipV4(), (v4) => {
+        expect(normalizeIp(v4)).toBe(v4);
+      }),
+    );
+  });
+});
+
+describe('isLoopback', () => {
+  it.each([
+    '127.0.0.1',
+    '127.255.255.254',
+    '::1',
+    '::ffff:127.0.0.1',
+    '0:0:0:0:0:0:0:1',
+    '::ffff:7f00:1',
+  ])('%s is loopback', (ip) => {
+    expect(isLoopback(ip)).toBe(true);
+  });
+  it.each(['128.0.0.1', '::2', '10.0.0.1', '127.1', 'localhost', '', '::ffff:10.0.0.1', '::'])(
+    '%s is not',
+    (ip) => {
+      expect(isLoopback(ip)).toBe(false);
+    },
+  );
+});
+
+describe('ipKey', () => {
+  it('keys IPv6 by its network and IPv4 by itself', () => {
+    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 64)).toBe('2001:db8:1:2::/64');
+    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 56)).toBe('2001:db8:1::/56');
+    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 60)).toBe('2001:db8:1::/60');
+    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, false)).toBe('2001:db8:1:2:3:4:5:6');
+    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 128)).toBe('2001:db8:1:2:3:4:5:6');
+    expect(ipKey(parseIp('192.0.2.1')!, 64)).toBe('192.0.2.1');
+  });
+});
+
+describe('parseCidr and parseHeaderAddress', () => {
+  it('parses networks and refuses zero-length or junk prefixes', () => {
+    expect(parseCidr('10.0.0.0/8')).toMatchObject({ prefix: 8 });
+    expect(parseCidr('10.1.2.3')).toMatchObject({ prefix: 32 });
+    expect(parseCidr('2001:db8::/32')).toMatchObject({ prefix: 32 });
+    expect(parseCidr('::ffff:10.0.0.0/104')).toMatchObject({ prefix: 8, ip: { v: 4 } });
+    for (const bad of [
+      '0.0.0.0/0',
+      '::/0',
+      '10.0.0.0/33',
+      '10.0.0.0/',
+      '10.0.0.0/x',
+      'x/8',
+      '2001:db8::/129',
+      '10.0.0.0/-1',
+    ]) {
+      expect(parseCidr(bad), bad).toBeUndefined();
+    }
+  });
+
+  it('strips brackets and ports from forwarding entries', () => {
+    expect(parseHeaderAddress('[2001:db8::1]:443')).toEqual(parseIp('2001:db8::1'));
+    expect(parseHeaderAddress(' [2001:db8::1] ')).toEqual(parseIp('2001:db8::1'));
+    expect(parseHeaderAddress('1.2.3.4:80')).toEqual(parseIp('1.2.3.4'));
+    expect(parseHeaderAddress('2001:db8::1')).toEqual(parseIp('2001:db8::1'));
+    for (const bad of [
+      '[2001:db8::1',
+      '[2001:db8::1]x',
+      '1.2.3.4:',
+      '1.2.3.4:http',
+      'unknown',
+      '',
+      '[1.2.3.4]:99999999',
+      '_hidden',
+    ]) {
+      expect(parseHeaderAddress(bad), bad).toBeUndefined();
+    }
+  });
+});

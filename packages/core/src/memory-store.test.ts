@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { createFailureLimiter } from './failure-limiter.js';
+import { MemoryStore } from './memory-store.js';
+import type { WindowRule } from './store.js';
+import { manualClock } from './testing/manual-clock.js';
+import { createWindowLimiter } from './window-limiter.js';
+
+const rule: WindowRule = { algorithm: 'fixed-window', limit: 2, windowMs: 1000 };
+
+describe('MemoryStore bounds', () => {
+  it('evicts expired entries first, then the oldest unprotected one', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ maxEntries: 3, clock, timers: clock });
+    store.consume('old', rule, 1);
+    clock.advance(500);
+    store.consume('mid', rule, 1);
+    store.consume('new', rule, 1);
+    clock.advance(500); // `old` has expired, the others have not
+    store.consume('x', rule, 1);
+    expect(store.size()).toBe(3);
+    expect(store.peek('mid', rule)).toMatchObject({ remaining: 1 });
+    store.consume('y', rule, 1); // nothing expired: the oldest (`mid`) goes
+    expect(store.peek('mid', rule)).toMatchObject({ remaining: 2, resetMs: 0 });
+    expect(store.peek('new', rule)).toMatchObject({ remaining: 1 });
+    expect(store.size()).toBe(3);
+  });
+
+  it('never evicts a blocked window; refuses new keys with overflow while all are blocked', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ maxEntries: 2, clock, timers: clock });
+    for (const k of ['a', 'b']) {
+      store.consume(k, rule, 2);
+    }
+    clock.advance(300);
+    expect(store.consume('c', rule, 1)).toEqual({
+      allowed: false,
+      reason: 'overflow',
+      limit: 2,
+      remaining: 0,
+      retryAfterMs: 700,
+      resetMs: 700,
+      key: 'c',
+    });
+    expect(store.consume('a', rule, 1)).toMatchObject({ reason: 'limited', retryAfterMs: 700 });
+    store.delete('b');
+    expect(store.consume('c', rule, 1)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it('runs one unref-able sweep timer that drops expired keys and stops on close', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ sweepIntervalMs: 5000, clock, timers: clock });
+    for (let i = 0; i < 50; i++) store.consume(`k${i}`, rule, 1);
+    expect(clock.pendingTimers()).toBe(1);
+    clock.advance(5000);
+    expect(store.size()).toBe(0);
+    expect(clock.pendingTimers()).toBe(0);
+    store.consume('again', rule, 1);
+    expect(clock.pendingTimers()).toBe(1);
+    store.close();
+    expect(clock.pendingTimers()).toBe(0);
+    expect(store.size()).toBe(0);
+  });
+
+  it('the system timers are unref()ed so a limiter never holds the process open', () => {
+    const store = new MemoryStore();
+    store.consume('k', rule, 1);
+    const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+    const refed = handles.filter(
+      (h) =>
+        (h as { hasRef?: () => boolean }).hasRef?.() && (h as { _onTimeout?: unknown })._onTimeout,
+    );
+    expect(refed).toHaveLength(0);
+    store.close();
+  });
+
+  it('flood: 1 000 000 unique subjects through a 10 000-entry failure limiter keep the old lockout', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ clock, timers: clock });
+    for (let i = 0; i < 10; i++) limiter.recordFailure('203.0.113.200');
+    expect(limiter.check('203.0.113.200')).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+      retryAfterMs: 300_000,
+    });
+    let max = 0;
+    for (let i = 0; i < 1_000_000; i++) {
+      limiter.recordFailure(`10.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`);
+      if ((i & 1023) === 0) {
+        clock.advance(1);
+        max = Math.max(max, limiter.size() as number);
+      }
+    }
+    expect(limiter.size()).toBeLessThanOrEqual(10_000);
+    expect(max).toBeLessThanOrEqual(10_000);
+    expect(limiter.check('203.0.113.200')).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+      retryAfterMs: 300_000 - 977,
+    });
+  });
+
+  it('a blocked window survives a flood of other keys', () => {
+    const clock = manualClock(0);
+    const limiter = createWindowLimiter({ limit: 3, windowMs: 60_000, clock, timers: clock });
+    for (let i = 0; i < 3; i++) limiter.consume('victim');
+    for (let i = 0; i < 50_000; i++) limiter.consume(`spray-${i}`);
+    expect(limiter.consume('victim')).toMatchObject({ allowed: false, reason: 'limited' });
+    expect(limiter.size()).toBeLessThanOrEqual(10_000);
+  });
+});

@@ -1,0 +1,11 @@
+/**
+ * @portcullis/redis — a Redis store for Portcullis: exact limits shared by every process, one Lua
+ * round trip per decision, and a defined answer (`onError`) when Redis is down or slow.
+ * @packageDocumentation
+ */
+export {
+  type OnError,
+  RedisStore,
+  type RedisStoreOptions,
+  type SendCommand,
+} from './redis-store.js';

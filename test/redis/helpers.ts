@@ -1,0 +1,243 @@
+// Shared by the @portcullis/redis tests (packages/redis/src/*.test.ts) and the cross-process
+// suites in test/redis: real clients against a real Redis. Nothing here skips: a Redis that cannot
+// be reached makes the calling test fail with a message saying how to start one.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis as IORedis } from 'ioredis';
+import { Valkey } from 'iovalkey';
+import { createClient } from 'redis';
+import type { SendCommand } from '../../packages/redis/src/index.js';
+
+/** The shared test Redis (`.ci/run` starts it). */
+export const REDIS_HOST = '127.0.0.1';
+/** Port of the shared test Redis. */
+export const REDIS_PORT = 6379;
+
+/** A connected client reduced to what RedisStore needs. */
+export interface TestClient {
+  readonly name: string;
+  readonly sendCommand: SendCommand;
+  close(): Promise<void>;
+}
+
+/** How to connect one of the three supported clients. */
+export interface ClientKind {
+  readonly name: 'ioredis' | 'node-redis' | 'iovalkey';
+  connect(port?: number, options?: { reconnect?: boolean }): Promise<TestClient>;
+}
+
+const unreachable = (port: number, error: unknown): Error =>
+  new Error(
+    `Redis is not reachable on ${REDIS_HOST}:${port} (${error instanceof Error ? error.message : String(error)}). ` +
+      'Start one: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
+  );
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms}ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function ioredisLike(
+  name: 'ioredis' | 'iovalkey',
+  Ctor: typeof IORedis | typeof Valkey,
+): ClientKind {
+  return {
+    name,
+    async connect(port = REDIS_PORT, { reconnect = false } = {}) {
+      const client = new Ctor({
+        host: REDIS_HOST,
+        port,
+        lazyConnect: true,
+        maxRetriesPerRequest: reconnect ? 1 : 0,
+        ...(reconnect ? { retryStrategy: () => 50 } : { retryStrategy: () => null }),
+      });
+      client.on('error', () => {});
+      try {
+        await withTimeout(client.connect(), 3000, `${name} connect`);
+      } catch (error) {
+        client.disconnect();
+        throw unreachable(port, error);
+      }
+      return {
+        name,
+        sendCommand: (args) => client.call(args[0] as string, ...args.slice(1)),
+        close: async () => {
+          client.disconnect();
+        },
+      };
+    },
+  };
+}
+
+/** ioredis 5. */
+export const ioredis = ioredisLike('ioredis', IORedis);
+/** iovalkey (the Valkey fork of ioredis). */
+export const iovalkey = ioredisLike('iovalkey', Valkey);
+
+/** node-redis (the `redis` package). */
+export const nodeRedis: ClientKind = {
+  name: 'node-redis',
+  async connect(port = REDIS_PORT, { reconnect = false } = {}) {
+    const client = createClient({
+      socket: { host: REDIS_HOST, port, reconnectStrategy: reconnect ? () => 50 : false },
+    });
+    client.on('error', () => {});
+    try {
+      await withTimeout(client.connect(), 3000, 'node-redis connect');
+    } catch (error) {
+      client.destroy();
+      throw unreachable(port, error);
+    }
+    return {
+      name: 'node-redis',
+      sendCommand: (args) => client.sendCommand(args),
+      close: async () => {
+        client.destroy();
+      },
+    };
+  },
+};
+
+/** All three clients, for `describe.each`-style loops. */
+export const clientKinds: readonly ClientKind[] = [ioredis, nodeRedis, iovalkey];
+
+/** A prefix no other test uses. */
+export function uniquePrefix(label = 'test'): string {
+  return `portcullis-${label}:${randomUUID().slice(0, 8)}:`;
+}
+
+/** Deletes every key under `prefix` (tests clean up after themselves; TTLs would anyway). */
+export async function deletePrefix(send: SendCommand, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const reply = (await send(
+      ['SCAN', cursor, 'MATCH', `${prefix}*`, 'COUNT', '1000'],
+      undefined,
+    )) as [string, string[]];
+    cursor = String(reply[0]);
+    if (reply[1].length > 0) await send(['DEL', ...reply[1]], undefined);
+  } while (cursor !== '0');
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, REDIS_HOST, () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address
+          ? resolve(address.port)
+          : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** A private `redis-server` a fault test can kill, pause and restart. */
+export interface RedisServer {
+  readonly port: number;
+  /** SIGKILL, waits for the exit. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port (empty: nothing is persisted). */
+  restart(): Promise<void>;
+  /** SIGSTOP: connections stay open, nothing answers. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+  /** Kills it for good. */
+  stop(): Promise<void>;
+}
+
+async function waitForPing(port: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      const out = execFileSync('redis-cli', ['-h', REDIS_HOST, '-p', String(port), 'PING'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      if (out.includes('PONG')) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not start within 5s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts `redis-server` on a free port of its own (no persistence). */
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async (): Promise<void> => {
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        REDIS_HOST,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--enable-debug-command',
+        'local',
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitForPing(port);
+  };
+  const kill = async (): Promise<void> => {
+    const c = child;
+    child = undefined;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((r) => c.once('exit', () => r()));
+    c.kill('SIGCONT');
+    c.kill('SIGKILL');
+    await exited;
+  };
+  await launch();
+  return {
+    port,
+    kill,
+    restart: launch,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
+    stop: kill,
+  };
+}
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Child processes load `@portcullis/core` and `@portcullis/redis` from their built `dist` (CI runs
+ * `npm run build` before `npm test`). Rebuilds a package whose dist is missing or older than its
+ * sources; the check and the build run under one lock so parallel test files never build at once.
+ */
+export function ensureBuilt(): void {
+  execFileSync(
+    'flock',
+    ['/tmp/portcullis-build.lock', process.execPath, fixture('ensure-built.mjs')],
+    {
+      cwd: repo,
+      stdio: 'inherit',
+    },
+  );
+}
+
+/** Absolute path of a fixture script in test/redis/fixtures. */
+export function fixture(name: string): string {
+  return join(repo, 'test', 'redis', 'fixtures', name);
+}

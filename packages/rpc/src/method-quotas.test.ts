@@ -116,7 +116,7 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     expect(error.message).toBe('rate limit exceeded for config.patch; retry after 35s');
   });
 
-  it('a refused call does not count: the bucket opens again exactly when the first window ends', () => {
+  it('a refused call does not count: refusals neither reach dispatch nor push the window back', () => {
     const { clock, guarded, dispatch } = setup();
     for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
     for (let i = 0; i < 100; i++) {

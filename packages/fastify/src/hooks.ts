@@ -1,0 +1,163 @@
+import {
+  type AuthGateOptions,
+  type AuthOutcome,
+  createAuthGate,
+  createRequestGate,
+  createWebhookGate,
+  type Decision,
+  type GateResult,
+  type HttpAnswer,
+  isPromise,
+  type MaybePromise,
+  type RequestGate,
+  type RequestGateOptions,
+  type RequestResult,
+  type WebhookGateOptions,
+} from '@portcullis/core';
+import type {
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onRequestHookHandler,
+} from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The `rateLimit` decision for this request (absent when skipped or the route is not limited). */
+    rateLimit?: Decision;
+  }
+}
+
+/** Called instead of the default 429 answer; it must send the reply itself. */
+export type OnLimited = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  decision: Decision,
+) => void | Promise<void>;
+
+/** Options of {@link rateLimit}: the core request limiter's options plus `onLimited`. */
+export interface RateLimitOptions extends RequestGateOptions<FastifyRequest> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
+   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
+   * @default the core's 429 answer
+   */
+  onLimited?: OnLimited;
+}
+
+/** Options of {@link authGuard}: DESIGN 3.2; `verify` receives the Fastify request. */
+export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 'verify'> {
+  /** Compares the request's credentials (constant-time, please). */
+  verify: (request: FastifyRequest) => MaybePromise<AuthOutcome>;
+}
+
+/** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives the Fastify request. */
+export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;
+
+const onLimitedSpec = {
+  onLimited: (value: unknown, fail: (expected: string) => never) =>
+    typeof value === 'function' ? value : fail('a function'),
+};
+
+/** Writes a core answer as it is: status, every header, body. */
+function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {
+  reply.code(answer.status).headers(answer.headers).send(answer.body);
+}
+
+/**
+ * The general request limiter (DESIGN 4) as a Fastify `onRequest` hook. Allowed requests get the
+ * counter headers and `request.rateLimit`; refused ones the JSON 429 (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function rateLimit(options?: RateLimitOptions): onRequestHookHandler {
+  return createRateLimitHook(options).hook;
+}
+
+/** Builds the {@link rateLimit} hook and returns its gate too (the plugin closes it on shutdown). */
+export function createRateLimitHook(options: RateLimitOptions | undefined): {
+  readonly hook: onRequestHookHandler;
+  readonly gate: RequestGate<FastifyRequest>;
+} {
+  const gate = createRequestGate<FastifyRequest>(options, onLimitedSpec);
+  const onLimited = options?.onLimited;
+
+  function applyRateLimit(
+    result: RequestResult | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    if (result === undefined) {
+      done();
+    } else if (result.ok) {
+      request.rateLimit = result.decision;
+      reply.headers(result.headers);
+      done();
+    } else if (onLimited === undefined) {
+      request.rateLimit = result.decision;
+      sendAnswer(reply, result.answer as HttpAnswer);
+    } else {
+      request.rateLimit = result.decision;
+      reply.headers(result.headers);
+      const sent = onLimited(request, reply, result.decision);
+      if (isPromise(sent)) sent.then(undefined, done);
+    }
+  }
+
+  return {
+    hook: function portcullisRateLimit(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
+      const result = gate.run(request.raw, request);
+      if (isPromise(result))
+        result.then((r) => applyRateLimit(r, request, reply, done)).catch(done);
+      else applyRateLimit(result, request, reply, done);
+    },
+    gate,
+  };
+}
+
+/** Continues on success; otherwise sends the gate's answer (401, 429 or 503). */
+function applyGate(result: GateResult, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  if (result.ok) done();
+  else sendAnswer(reply, result.answer);
+}
+
+/**
+ * Gateway auth (DESIGN 3.2) as a Fastify `onRequest` hook: the lockout is checked before
+ * credentials are compared; missing credentials get 401 uncounted; wrong ones are counted (401,
+ * then 429 with the `authRateLimitedError` body); right ones reset the client's count and continue.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function authGuard(options: AuthGuardOptions): onRequestHookHandler {
+  const gate = createAuthGate<FastifyRequest>(options, { where: 'authGuard' });
+  return function portcullisAuthGuard(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    const result = gate.run(request.raw, request);
+    if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
+    else applyGate(result, reply, done);
+  };
+}
+
+/**
+ * Webhook ingress (DESIGN 3.4) as a Fastify `onRequest` hook: a right token resets and continues
+ * (even during a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function webhookGuard(options: WebhookGuardOptions): onRequestHookHandler {
+  const gate = createWebhookGate<FastifyRequest>(options);
+  return function portcullisWebhookGuard(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    const result = gate.run(request.raw, request);
+    if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
+    else applyGate(result, reply, done);
+  };
+}

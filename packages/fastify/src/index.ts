@@ -1,0 +1,20 @@
+/**
+ * @portcullis/fastify — a Fastify plugin and `onRequest` hooks for Portcullis. Each hook compiles
+ * a core gate once and translates its ready-made answer into `reply`; no limiter logic lives here.
+ * @packageDocumentation
+ */
+import { portcullis } from './plugin.js';
+
+export {
+  type AuthGuardOptions,
+  authGuard,
+  type OnLimited,
+  type RateLimitOptions,
+  rateLimit,
+  type WebhookGuardOptions,
+  webhookGuard,
+} from './hooks.js';
+export { type PortcullisPluginOptions, portcullis } from './plugin.js';
+
+/** The Portcullis Fastify plugin (see {@link portcullis}). */
+export default portcullis;

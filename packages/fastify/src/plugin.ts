@@ -1,0 +1,129 @@
+import { PortcullisConfigError, type RequestGate } from '@portcullis/core';
+import type {
+  FastifyInstance,
+  FastifyPluginCallback,
+  FastifyRequest,
+  onRequestHookHandler,
+  RouteOptions,
+} from 'fastify';
+import fp from 'fastify-plugin';
+import { createRateLimitHook, type RateLimitOptions } from './hooks.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** This route's `rateLimit` options, merged over the plugin's; `false` leaves the route unlimited. */
+    rateLimit?: RateLimitOptions | false;
+  }
+}
+
+/** Options of the {@link portcullis} plugin: `rateLimit` options for every route, plus `global`. */
+export interface PortcullisPluginOptions extends RateLimitOptions {
+  /**
+   * Limit every route registered after the plugin (one shared bucket per client); `false` limits
+   * only routes that carry a `config.rateLimit` object.
+   * @default true
+   */
+  global?: boolean;
+}
+
+type Hook = ReturnType<typeof createRateLimitHook>;
+
+function isOptionsObject(value: unknown): value is RateLimitOptions {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function portcullisPlugin(
+  fastify: FastifyInstance,
+  options: PortcullisPluginOptions,
+  done: (err?: Error) => void,
+): void {
+  // `prefix`, `logLevel` and `logSerializers` are Fastify's own register options, not ours.
+  const {
+    global: limitAll = true,
+    prefix: _p,
+    logLevel: _l,
+    logSerializers: _s,
+    ...globals
+  } = options as PortcullisPluginOptions & {
+    prefix?: unknown;
+    logLevel?: unknown;
+    logSerializers?: unknown;
+  };
+  if (typeof limitAll !== 'boolean') {
+    done(
+      new PortcullisConfigError(
+        'ERR_PORTCULLIS_GLOBAL',
+        'global',
+        `portcullis: option "global" must be a boolean, got ${typeof limitAll}`,
+      ),
+    );
+    return;
+  }
+  const gates: RequestGate<FastifyRequest>[] = [];
+  const ownsLimiter = globals.limiter === undefined;
+  function build(opts: RateLimitOptions): Hook {
+    const built = createRateLimitHook(opts);
+    if (ownsLimiter && opts.limiter === undefined) gates.push(built.gate);
+    return built;
+  }
+  let shared: Hook;
+  try {
+    shared = build(globals); // validates the global options at registration
+  } catch (error) {
+    done(error as Error);
+    return;
+  }
+  // A GET route and its automatic HEAD twin share one options object and one URL: one gate.
+  const perRoute = new WeakMap<object, Map<string, Hook>>();
+
+  function hookFor(route: RouteOptions): onRequestHookHandler | undefined {
+    const config: unknown = route.config?.rateLimit;
+    if (config === false) return undefined;
+    if (config === undefined) return limitAll ? shared.hook : undefined;
+    if (!isOptionsObject(config)) {
+      throw new PortcullisConfigError(
+        'ERR_PORTCULLIS_RATE_LIMIT',
+        'rateLimit',
+        `portcullis: config.rateLimit of ${route.url} must be an options object or false, got ${typeof config}`,
+      );
+    }
+    let byUrl = perRoute.get(config);
+    if (byUrl === undefined) {
+      byUrl = new Map();
+      perRoute.set(config, byUrl);
+    }
+    let built = byUrl.get(route.url);
+    if (built === undefined) {
+      built = build({ ...globals, ...config });
+      byUrl.set(route.url, built);
+    }
+    return built.hook;
+  }
+
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  fastify.addHook('onRoute', function portcullisOnRoute(route: RouteOptions): void {
+    const hook = hookFor(route);
+    if (hook === undefined) return;
+    const own = route.onRequest;
+    route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
+  });
+  fastify.addHook(
+    'onClose',
+    function portcullisOnClose(_instance: FastifyInstance, closed: (err?: Error) => void): void {
+      Promise.all(gates.map((gate) => gate.limiter.close())).then(() => closed(), closed);
+    },
+  );
+  done();
+}
+
+/**
+ * The Portcullis Fastify plugin: `rateLimit` on every route registered after it (sharing one
+ * bucket per client), per-route `config.rateLimit` options merged over the plugin's (one gate per
+ * route, built when the route is added), `config.rateLimit: false` to opt a route out, and
+ * `request.rateLimit` decorated.
+ * @throws {PortcullisConfigError} (as a registration error) for a wrong or unknown option
+ */
+export const portcullis: FastifyPluginCallback<PortcullisPluginOptions> = fp(portcullisPlugin, {
+  fastify: '5.x',
+  name: '@portcullis/fastify',
+});

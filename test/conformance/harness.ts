@@ -1,0 +1,261 @@
+/*
+ * One app, built the same way in every framework the adapters claim: GET /limited behind
+ * `rateLimit`, POST /auth behind `authGuard`, POST /webhook behind `webhookGuard`. The suite sends
+ * identical raw requests to each and compares status, headers and bodies exactly.
+ */
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type {
+  AuthGateOptions,
+  AuthOutcome,
+  MaybePromise,
+  RequestGateOptions,
+  WebhookGateOptions,
+} from '@portcullis/core';
+import * as px from '@portcullis/express';
+import portcullis, * as pf from '@portcullis/fastify';
+import * as pk from '@portcullis/koa';
+import express5 from 'express';
+import express4 from 'express4';
+import Fastify, { type FastifyInstance } from 'fastify';
+import Koa3, { type Middleware } from 'koa';
+import Koa2 from 'koa2';
+import supertest from 'supertest';
+
+/** What every framework's request object offers; the suite's callbacks read only this. */
+export interface AnyRequest {
+  readonly headers: IncomingHttpHeaders;
+}
+
+/** Which guards the app mounts, with which options. */
+export interface AppSpec {
+  readonly rateLimit?: RequestGateOptions<AnyRequest>;
+  readonly auth?: Omit<AuthGateOptions<AnyRequest>, 'verify'> & {
+    verify: (req: AnyRequest) => MaybePromise<AuthOutcome>;
+  };
+  readonly webhook?: WebhookGateOptions<AnyRequest>;
+}
+
+/** One request: the suite always connects from 127.0.0.1 (supertest) or injects 127.0.0.1. */
+export interface Call {
+  readonly method?: 'GET' | 'POST';
+  readonly path: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A response, normalised: lower-case header names, string values, the raw body text. */
+export interface Reply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly text: string;
+}
+
+/** A running app. */
+export interface App {
+  send(call: Call): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+/** A framework (major version and transport) under test. */
+export interface Framework {
+  readonly name: string;
+  /** Builds and starts the app; rejects with the adapter's config error for bad options. */
+  build(spec: AppSpec): Promise<App>;
+}
+
+function normalise(headers: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined)
+      out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return out;
+}
+
+async function listen(handler: http.RequestListener): Promise<App> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    send: (call) => overHttp(`http://127.0.0.1:${port}`, call),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function overHttp(base: string, call: Call): Promise<Reply> {
+  const agent = supertest(base);
+  const req = call.method === 'POST' ? agent.post(call.path) : agent.get(call.path);
+  const res = await req.set(call.headers ?? {});
+  return {
+    status: res.status,
+    headers: normalise(res.headers as Record<string, unknown>),
+    text: res.text,
+  };
+}
+
+function expressFramework(name: string, express: typeof express5): Framework {
+  return {
+    name,
+    async build(spec) {
+      const app = express();
+      if (spec.rateLimit) {
+        app.get('/limited', px.rateLimit(spec.rateLimit), (req, res) => {
+          res.json({ decision: req.rateLimit ?? null });
+        });
+      }
+      if (spec.auth)
+        app.post('/auth', px.authGuard(spec.auth), (_req, res) => res.json({ ok: true }));
+      if (spec.webhook)
+        app.post('/webhook', px.webhookGuard(spec.webhook), (_req, res) =>
+          res.type('text').send('ok'),
+        );
+      return listen(app);
+    },
+  };
+}
+
+function koaFramework(name: string, Koa: typeof Koa3): Framework {
+  return {
+    name,
+    async build(spec) {
+      const routes = new Map<string, [Middleware, Middleware]>();
+      if (spec.rateLimit) {
+        routes.set('GET /limited', [
+          pk.rateLimit(spec.rateLimit) as Middleware,
+          (ctx) => {
+            ctx.body = { decision: ctx.state.rateLimit ?? null };
+          },
+        ]);
+      }
+      if (spec.auth) {
+        routes.set('POST /auth', [
+          pk.authGuard(spec.auth),
+          (ctx) => {
+            ctx.body = { ok: true };
+          },
+        ]);
+      }
+      if (spec.webhook) {
+        routes.set('POST /webhook', [
+          pk.webhookGuard(spec.webhook),
+          (ctx) => {
+            ctx.type = 'text';
+            ctx.body = 'ok';
+          },
+        ]);
+      }
+      const app = new Koa();
+      app.silent = true;
+      app.use(function route(ctx, next) {
+        const chain = routes.get(`${ctx.method} ${ctx.path}`);
+        if (chain === undefined) return next();
+        const [guard, handler] = chain;
+        return guard(ctx, () => Promise.resolve(handler(ctx, next)));
+      });
+      return listen(app.callback());
+    },
+  };
+}
+
+/**
+ * Fastify, mounted either through the plugin (global options, other routes opted out with
+ * `config.rateLimit: false`) or with the named factories as route `onRequest` hooks.
+ */
+function fastifyFramework(
+  name: string,
+  mount: 'plugin' | 'hooks',
+  transport: 'inject' | 'listen',
+): Framework {
+  return {
+    name,
+    async build(spec) {
+      const app: FastifyInstance = Fastify();
+      try {
+        if (spec.rateLimit) {
+          const handler = async (request: { rateLimit?: unknown }) => ({
+            decision: request.rateLimit ?? null,
+          });
+          if (mount === 'plugin') {
+            await app.register(portcullis, spec.rateLimit);
+            app.get('/limited', handler);
+          } else {
+            app.get('/limited', { onRequest: pf.rateLimit(spec.rateLimit) }, handler);
+          }
+        }
+        const optOut = { rateLimit: false as const };
+        if (spec.auth)
+          app.post('/auth', { onRequest: pf.authGuard(spec.auth), config: optOut }, async () => ({
+            ok: true,
+          }));
+        if (spec.webhook) {
+          app.post(
+            '/webhook',
+            { onRequest: pf.webhookGuard(spec.webhook), config: optOut },
+            async (_req, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
+          );
+        }
+        await app.ready();
+      } catch (error) {
+        await app.close();
+        throw error;
+      }
+      if (transport === 'listen') {
+        await app.listen({ host: '127.0.0.1', port: 0 });
+        const { port } = app.server.address() as AddressInfo;
+        return {
+          send: (call) => overHttp(`http://127.0.0.1:${port}`, call),
+          close: () => app.close(),
+        };
+      }
+      return {
+        async send(call) {
+          const res = await app.inject({
+            method: call.method ?? 'GET',
+            url: call.path,
+            headers: { ...call.headers },
+            remoteAddress: '127.0.0.1',
+          });
+          return { status: res.statusCode, headers: normalise(res.headers), text: res.body };
+        },
+        close: () => app.close(),
+      };
+    },
+  };
+}
+
+/** Every framework major and transport the adapters claim. */
+export const frameworks: readonly Framework[] = [
+  expressFramework('express 5', express5),
+  expressFramework('express 4', express4),
+  koaFramework('koa 3', Koa3),
+  koaFramework('koa 2', Koa2),
+  fastifyFramework('fastify 5 (plugin, inject)', 'plugin', 'inject'),
+  fastifyFramework('fastify 5 (plugin, listening)', 'plugin', 'listen'),
+  fastifyFramework('fastify 5 (hooks, inject)', 'hooks', 'inject'),
+];
+
+/** The rate-limit fields of a reply (absent ones left out), for exact comparison. */
+export function limitHeaders(reply: Reply): Record<string, string> {
+  const names = [
+    'ratelimit-policy',
+    'ratelimit',
+    'retry-after',
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'content-type',
+  ];
+  const out: Record<string, string> = {};
+  for (const name of names)
+    if (reply.headers[name] !== undefined) out[name] = reply.headers[name] as string;
+  return out;
+}
+
+/** The JSON body of a reply. */
+export function json(reply: Reply): unknown {
+  return JSON.parse(reply.text);
+}

@@ -1,7 +1,7 @@
 // Shared by the @portcullis/redis tests (packages/redis/src/*.test.ts) and the cross-process
 // suites in test/redis: real clients against a real Redis. Nothing here skips: a Redis that cannot
 // be reached makes the calling test fail with a message saying how to start one.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -240,4 +240,53 @@ export function ensureBuilt(): void {
 /** Absolute path of a fixture script in test/redis/fixtures. */
 export function fixture(name: string): string {
   return join(repo, 'test', 'redis', 'fixtures', name);
+}
+
+/** A forked fixture process and the messages it sent. */
+export interface Child {
+  readonly process: ChildProcess;
+  /** Resolves with the next IPC message (rejects if the process exits first or after `ms`). */
+  next<T>(ms?: number): Promise<T>;
+  /** Resolves when the process has exited (kills it after `ms`). */
+  exited(ms?: number): Promise<number | null>;
+}
+
+/** Forks `test/redis/fixtures/<name>` with `args`; stderr is passed through for diagnosis. */
+export function forkFixture(name: string, args: string[]): Child {
+  const child = fork(fixture(name), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const queue: unknown[] = [];
+  const waiters: ((m: unknown) => void)[] = [];
+  child.on('message', (m) => {
+    const w = waiters.shift();
+    if (w) w(m);
+    else queue.push(m);
+  });
+  return {
+    process: child,
+    next<T>(ms = 15_000): Promise<T> {
+      if (queue.length > 0) return Promise.resolve(queue.shift() as T);
+      return new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name}: no message within ${ms}ms`)), ms);
+        const onExit = (code: number | null) =>
+          reject(new Error(`${name} exited (${code}) before answering`));
+        child.once('exit', onExit);
+        waiters.push((m) => {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          resolve(m as T);
+        });
+      });
+    },
+    exited(ms = 10_000): Promise<number | null> {
+      if (child.exitCode !== null || child.signalCode !== null)
+        return Promise.resolve(child.exitCode);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          resolve(code);
+        });
+      });
+    },
+  };
 }

@@ -137,7 +137,9 @@ function holdSocket(socket: Duplex): () => void {
  * credentials, 429 with `Retry-After` and the `authRateLimitedError` JSON body during a lockout —
  * with `Connection: close`, and the socket is closed; `connection` never fires. Requests with an
  * `Origin` use the browser limiter, never loopback-exempt. Synchronous when `verify` and the store
- * are; a socket that closes while a promise is pending is left alone.
+ * are; a client that leaves while a promise is pending gets nothing written and its socket is freed.
+ * `verify` throwing or rejecting is answered 500 and reported to `logger.error` (else as a process
+ * warning).
  *
  * @param server the HTTP(S) server whose `upgrade` event is guarded
  * @param wss a `ws` WebSocketServer created with `{ noServer: true }`

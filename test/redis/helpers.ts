@@ -290,3 +290,19 @@ export function forkFixture(name: string, args: string[]): Child {
     },
   };
 }
+
+/** Runs one command with `redis-cli` against `port` and returns its output (admin side channel). */
+export function redisCli(port: number, ...args: string[]): string {
+  return execFileSync('redis-cli', ['-h', REDIS_HOST, '-p', String(port), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Calls of a command since the server started, from `INFO commandstats`. */
+export function commandCalls(port: number, command: string): number {
+  const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(
+    redisCli(port, 'INFO', 'commandstats'),
+  );
+  return match ? Number(match[1]) : 0;
+}

@@ -81,6 +81,20 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   readonly store: Store;
 }
 
+/** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
+const uncounted = new WeakSet<Decision>();
+
+/**
+ * True when `d`, returned by a failure limiter's `recordFailure`, refused the failure without
+ * counting it: a lockout was already in force (started by a concurrent request between `check` and
+ * `recordFailure`, which a shared asynchronous store allows) or the store is full of lockouts. The
+ * auth gate answers such an attempt like a refused `check`. False for the failure that started the
+ * lockout, and for any decision this module did not make.
+ */
+export function refusedUncounted(d: Decision): boolean {
+  return uncounted.has(d);
+}
+
 const failureLimiterSpec = {
   maxAttempts: integer(1),
   windowMs: integer(1),
@@ -198,7 +212,9 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
         channels.lockout.publish({ limiter: config.name, scope, decision: out });
       return finish(scope, key, out);
     }
-    return finish(scope, key, d);
+    const out = finish(scope, key, d);
+    if (!out.allowed && (out.reason === 'locked' || out.reason === 'overflow')) uncounted.add(out);
+    return out;
   }
 
   function check(subject: Subject, scope?: string): MaybePromise<Decision> {

@@ -12,6 +12,7 @@ import {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  refusedUncounted,
 } from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
 import { boolean, func, nonEmptyString, parseOptions, required, withMethods } from '../options.js';
@@ -200,12 +201,12 @@ export function createAuthGate<Req>(
           ok: true,
           decision: after,
         }));
-      return mapMaybe(lim.recordFailure(subject, scope), (after) => ({
-        ok: false,
-        decision: after,
-        answer: invalid,
-        error: authFailedError('invalid'),
-      }));
+      // A concurrent request may have started the lockout since `check`: refuse, as `check` would.
+      return mapMaybe(lim.recordFailure(subject, scope), (after) =>
+        refusedUncounted(after)
+          ? refuse(after)
+          : { ok: false, decision: after, answer: invalid, error: authFailedError('invalid') },
+      );
     });
   }
 

@@ -71,8 +71,9 @@ const fixedModel = (limit: number, w: number): Model => ({
 
 const slidingModel = (limit: number, w: number): Model => ({
   decide(log, now, cost, anchor) {
-    anchor.start ??= now;
-    const start = anchor.start + Math.floor((now - anchor.start) / w) * w;
+    if (anchor.start === undefined || now >= anchor.start + 2 * w) anchor.start = now;
+    if (now >= anchor.start + w) anchor.start += w;
+    const start = anchor.start;
     const curr = log.filter(([t]) => t >= start).reduce((s, [, c]) => s + c, 0);
     const prev = log.filter(([t]) => t >= start - w && t < start).reduce((s, [, c]) => s + c, 0);
     const weighted = prev * (w - (now - start)) + curr * w;

@@ -52,7 +52,9 @@ export function decision(
 
 /** The same decision reported for another key (the limiter's key rather than the store's). */
 export function withKey(d: Decision, key: string): Decision {
-  return d.key === key ? d : { ...d, key };
+  return d.key === key
+    ? d
+    : decision(d.allowed, d.reason, d.limit, d.remaining, d.retryAfterMs, d.resetMs, key);
 }
 
 /** A dry-run copy: allowed, flagged, the reason kept so operators see what would have happened. */

@@ -54,6 +54,8 @@ type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
 
 interface Slot {
   kind: Kind;
+  /** Creation number: tells this slot's entry in the eviction queue from a stale one. */
+  seq: number;
   state: FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
   /** From this instant the slot equals an absent one. */
   expiresAt: number;
@@ -74,6 +76,14 @@ const memoryStoreSpec = {
  */
 export class MemoryStore implements Store {
   readonly #slots = new Map<string, Slot>();
+  /*
+   * Eviction order (oldest first) as a queue of key + creation number. Map iteration cannot serve:
+   * after many deletes it walks over every hole V8 leaves behind, which made eviction O(n).
+   */
+  #queueKeys: string[] = [];
+  #queueSeqs: number[] = [];
+  #head = 0;
+  #seq = 0;
   readonly #max: number;
   readonly #sweepMs: number;
   readonly #clock: Clock;
@@ -84,6 +94,7 @@ export class MemoryStore implements Store {
   /** While now < this, every slot is protected and the store refuses new keys. */
   #saturatedUntil = 0;
   #closed = false;
+  #lastFullSweep = Number.NEGATIVE_INFINITY;
 
   /** @param options see {@link MemoryStoreOptions} */
   constructor(options?: MemoryStoreOptions) {
@@ -102,6 +113,13 @@ export class MemoryStore implements Store {
   consume(key: string, rule: WindowRule, cost: number): Decision {
     const now = this.#clock.now();
     const slot = this.#live(key, rule.algorithm, now);
+    if (slot !== undefined && rule.algorithm === 'fixed-window') {
+      // The hot path: a live fixed window only counts; its start and expiry do not move.
+      const state = slot.state as FixedWindowState;
+      const d = fixedWindowConsume(state, now, rule, cost, key);
+      if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
+      return d;
+    }
     switch (rule.algorithm) {
       case 'fixed-window': {
         const state = fixedWindowRoll(slot?.state as FixedWindowState | undefined, now, rule);
@@ -193,6 +211,9 @@ export class MemoryStore implements Store {
     if (this.#sweepTimer !== undefined) this.#timers.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     this.#slots.clear();
+    this.#queueKeys = [];
+    this.#queueSeqs = [];
+    this.#head = 0;
   }
 
   /** Drops every expired key now (the background sweep calls this). Returns how many went. */
@@ -260,12 +281,15 @@ export class MemoryStore implements Store {
     protectedUntil: number,
   ): void {
     if (slot === undefined) {
+      const seq = ++this.#seq;
       this.#slots.set(key, {
         kind,
+        seq,
         state,
         expiresAt,
         protectedUntil: protectedUntil > now ? protectedUntil : 0,
       });
+      this.#enqueue(key, seq);
       if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
     } else {
       slot.state = state;
@@ -283,11 +307,13 @@ export class MemoryStore implements Store {
   /** Whether a new key could be stored now, evicting nothing. */
   #hasRoom(now: number): boolean {
     if (this.#slots.size < this.#max) return true;
-    if (now >= this.#expiryHint) this.#sweepExpired(now);
+    if (this.#sweepDue(now)) this.#sweepExpired(now);
     if (this.#slots.size < this.#max) return true;
     if (this.#saturatedUntil > now) return false;
     let soonest = Number.POSITIVE_INFINITY;
-    for (const slot of this.#slots.values()) {
+    for (let i = this.#head; i < this.#queueKeys.length; i++) {
+      const slot = this.#slotAt(i);
+      if (slot === undefined) continue;
       if (slot.protectedUntil <= now) return true;
       if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
     }
@@ -295,31 +321,77 @@ export class MemoryStore implements Store {
     return false;
   }
 
+  #enqueue(key: string, seq: number): void {
+    this.#queueKeys.push(key);
+    this.#queueSeqs.push(seq);
+    if (this.#queueKeys.length > 4 * this.#max + 1024) this.#compactQueue();
+  }
+
+  /** The live slot a queue entry stands for, or undefined when the entry is stale. */
+  #slotAt(i: number): Slot | undefined {
+    const slot = this.#slots.get(this.#queueKeys[i] as string);
+    return slot !== undefined && slot.seq === this.#queueSeqs[i] ? slot : undefined;
+  }
+
+  /** Forgets the queue entries already walked past (cheap: no lookups). */
+  #dropConsumed(): void {
+    this.#queueKeys = this.#queueKeys.slice(this.#head);
+    this.#queueSeqs = this.#queueSeqs.slice(this.#head);
+    this.#head = 0;
+  }
+
+  /** Rebuilds the queue from live entries only (when stale entries pile up). */
+  #compactQueue(): void {
+    const keys: string[] = [];
+    const seqs: number[] = [];
+    for (let i = this.#head; i < this.#queueKeys.length; i++) {
+      if (this.#slotAt(i) !== undefined) {
+        keys.push(this.#queueKeys[i] as string);
+        seqs.push(this.#queueSeqs[i] as number);
+      }
+    }
+    this.#queueKeys = keys;
+    this.#queueSeqs = seqs;
+    this.#head = 0;
+  }
+
   /** Makes room for one new key, or reports that every key is protected. */
   #admit(now: number): boolean {
     if (this.#slots.size < this.#max) return true;
-    if (now >= this.#expiryHint) this.#sweepExpired(now);
+    if (this.#sweepDue(now)) this.#sweepExpired(now);
     if (this.#slots.size < this.#max) return true;
     if (this.#saturatedUntil > now) return false;
-    const slots = this.#slots;
     let soonest = Number.POSITIVE_INFINITY;
-    let budget = slots.size;
-    for (const [k, slot] of slots) {
-      if (budget-- <= 0) break;
+    let budget = this.#queueKeys.length - this.#head;
+    while (budget-- > 0) {
+      const i = this.#head++;
+      const key = this.#queueKeys[i] as string;
+      const seq = this.#queueSeqs[i] as number;
+      const slot = this.#slotAt(i);
+      if (this.#head > 1024 && this.#head * 2 > this.#queueKeys.length) this.#dropConsumed();
+      if (slot === undefined) continue;
       if (slot.protectedUntil <= now) {
-        slots.delete(k);
+        this.#slots.delete(key);
         return true;
       }
-      // Move protected slots to the back so the next eviction does not walk past them again.
-      slots.delete(k);
-      slots.set(k, slot);
+      // A protected slot goes to the back, so the next eviction does not walk past it again.
+      this.#enqueue(key, seq);
       if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
     }
     this.#saturatedUntil = soonest;
     return false;
   }
 
+  /**
+   * A full sweep when the table is full pays only if something has expired, and at most once a
+   * second: under a flood of new keys the queue's oldest entries are evicted without scanning.
+   */
+  #sweepDue(now: number): boolean {
+    return now >= this.#expiryHint && now - this.#lastFullSweep >= 1000;
+  }
+
   #sweepExpired(now: number): number {
+    this.#lastFullSweep = now;
     let dropped = 0;
     let hint = Number.POSITIVE_INFINITY;
     for (const [key, slot] of this.#slots) {

@@ -123,15 +123,24 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     return typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
   }
 
+  // A private memory store answers synchronously: its hot path needs no promise check at all.
+  const memory = ownStore && store instanceof MemoryStore ? store : undefined;
+
   return {
-    consume(key: string, cost = 1): MaybePromise<Decision> {
-      if (cost !== 1) checkCost(cost);
-      const k = keyOf(key);
-      const d = store.consume(namespace + k, rule, cost);
-      if (isPromise(d)) return d.then((r) => finish(k, r));
-      // The hot path: a plain allowed decision from a private store goes back untouched.
-      return d.allowed && !dryRun && namespace === '' ? d : finish(k, d);
-    },
+    consume: memory
+      ? function consume(key: string, cost = 1): Decision {
+          if (cost !== 1) checkCost(cost);
+          const k = typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
+          const d = memory.consume(k, rule, cost);
+          return d.allowed && !dryRun ? d : finish(k, d);
+        }
+      : function consume(key: string, cost = 1): MaybePromise<Decision> {
+          if (cost !== 1) checkCost(cost);
+          const k = keyOf(key);
+          const d = store.consume(namespace + k, rule, cost);
+          if (isPromise(d)) return d.then((r) => finish(k, r));
+          return d.allowed && !dryRun && namespace === '' ? d : finish(k, d);
+        },
     peek(key: string): MaybePromise<Decision> {
       const k = keyOf(key);
       const d = store.peek(namespace + k, rule);

@@ -4,7 +4,7 @@ import type { WindowRule } from '../store.js';
 /**
  * Weighted two-window counter: the previous window's count weighs in proportion to how much of it
  * still overlaps the sliding window. Windows are anchored at the first call and advance in whole
- * `windowMs` steps. All arithmetic is scaled by `windowMs` so it stays in integers: the memory
+ * `windowMs` steps (after two idle windows the key re-anchors like a new one). All arithmetic is scaled by `windowMs` so it stays in integers: the memory
  * store and the Redis Lua script then agree to the unit.
  *
  * weighted = prev × (W − elapsed) + curr × W;  a call of cost c passes when weighted + c×W ≤ limit×W.
@@ -28,9 +28,11 @@ export function slidingWindowRoll(
     state.curr = 0;
     state.start += rule.windowMs;
   } else if (steps >= 2) {
+    // Both windows are stale: the state is worth no more than an absent one, so it re-anchors
+    // exactly as a fresh key would (a store that already dropped it must agree).
     state.prev = 0;
     state.curr = 0;
-    state.start += steps * rule.windowMs;
+    state.start = now;
   }
   return state;
 }

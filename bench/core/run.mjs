@@ -1,0 +1,220 @@
+// Core benchmark: ns per decision and heap growth, Portcullis side by side with the peer
+// libraries' in-memory stores and a bare Map counter, in one process, alternating rounds.
+// Run with: node --expose-gc bench/core/run.mjs  (after `npm run build`)
+import { createRequire } from 'node:module';
+import { createFailureLimiter, createWindowLimiter } from '@portcullis/core';
+
+const require = createRequire(import.meta.url);
+const { RateLimiterMemory } = require('rate-limiter-flexible');
+const { MemoryStore: ErlMemoryStore } = require('express-rate-limit');
+const FastifyLocalStore = require('@fastify/rate-limit/store/LocalStore.js');
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const N = Number(process.env.BENCH_N ?? 300_000);
+const KEYS = 100_000;
+const keys = Array.from(
+  { length: KEYS },
+  (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+);
+
+/** Times `n` calls of `fn(i)`; awaits only when the implementation hands back a promise. */
+async function time(fn, n) {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const r = fn(i);
+    if (r !== undefined && typeof r.then === 'function') await r;
+  }
+  return Number(process.hrtime.bigint() - start) / n;
+}
+
+function bareMap(limit) {
+  const m = new Map();
+  return (key) => {
+    const n = (m.get(key) ?? 0) + 1;
+    m.set(key, n);
+    return n <= limit;
+  };
+}
+
+function bareMapWindow(limit, windowMs) {
+  // The minimal honest counter: a Map of { start, count } reading the clock once per call.
+  const m = new Map();
+  return (key) => {
+    const now = Date.now();
+    let e = m.get(key);
+    if (e === undefined || now >= e.start + windowMs) {
+      e = { start: now, count: 0 };
+      m.set(key, e);
+    }
+    return ++e.count <= limit;
+  };
+}
+
+function contenders(limit, maxEntries) {
+  const windowMs = 60_000;
+  const portcullis = createWindowLimiter({ limit, windowMs, ...(maxEntries && { maxEntries }) });
+  const flexible = new RateLimiterMemory({ points: limit, duration: windowMs / 1000 });
+  const erl = new ErlMemoryStore();
+  erl.init({ windowMs });
+  const fastify = new FastifyLocalStore(false, false, 1_000_000);
+  const map = bareMap(limit);
+  const mapWindow = bareMapWindow(limit, windowMs);
+  const noop = () => {};
+  return {
+    'bare Map counter': (k) => map(k),
+    'bare Map window (Date.now)': (k) => mapWindow(k),
+    portcullis: (k) => portcullis.consume(k),
+    'rate-limiter-flexible': (k) => flexible.consume(k).catch(noop),
+    'express-rate-limit MemoryStore': (k) => erl.increment(k),
+    '@fastify/rate-limit LocalStore': (k) => fastify.incr(k, noop, windowMs, limit),
+  };
+}
+
+async function scenario(title, limit, keyOf, maxEntries) {
+  const n = N;
+  const impls = contenders(limit, maxEntries);
+  const samples = Object.fromEntries(Object.keys(impls).map((k) => [k, []]));
+  for (const fn of Object.values(impls)) await time((i) => fn(keyOf(i)), Math.min(n, 20_000)); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = Object.entries(impls);
+    if (r % 2) order.reverse();
+    for (const [name, fn] of order) samples[name].push(await time((i) => fn(keyOf(i)), n));
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const rows = Object.entries(samples).map(([name, xs]) => ({ name, ns: median(xs) }));
+  return { title, rows };
+}
+
+async function heap(title, make, n = 1_000_000) {
+  globalThis.gc?.();
+  const before = process.memoryUsage().heapUsed;
+  const fn = make();
+  for (let i = 0; i < n; i++) {
+    const r = fn(`u${i}`);
+    if (r !== undefined && typeof r.then === 'function') await r;
+  }
+  globalThis.gc?.();
+  const after = process.memoryUsage().heapUsed;
+  return { name: title, mb: (after - before) / 1024 / 1024, keep: fn };
+}
+
+function failureBench() {
+  // Gateway numbers (10 / 60 s); 100 000 clients each failing once per round, so none locks and
+  // every call does the full work: parse the subject, prune the log, append, answer.
+  const limiter = createFailureLimiter({ maxEntries: 200_000 });
+  const flexible = new RateLimiterMemory({ points: 10, duration: 60 });
+  const noop = () => {};
+  return {
+    'portcullis recordFailure': (i) => limiter.recordFailure(keys[i % KEYS]),
+    'rate-limiter-flexible consume': (i) => flexible.consume(keys[i % KEYS]).catch(noop),
+  };
+}
+
+async function main() {
+  if (!globalThis.gc) console.warn('run with --expose-gc for heap figures');
+  const results = [];
+  results.push(await scenario('hot key, allowed (ns/decision)', 1e12, () => 'hot'));
+  results.push(await scenario('hot key, denied (ns/decision)', 10, () => 'hot'));
+  results.push(
+    await scenario(
+      '100 000 keys round robin, default maxEntries 10 000: evicting (ns/decision)',
+      1e12,
+      (i) => keys[i % KEYS],
+    ),
+  );
+  results.push(
+    await scenario(
+      '100 000 keys round robin, maxEntries 200 000 (ns/decision)',
+      1e12,
+      (i) => keys[i % KEYS],
+      200_000,
+    ),
+  );
+
+  // Failure recording: a sliding log with a short history per key (1 000 keys, counts capped).
+  const fb = failureBench();
+  const fsamples = Object.fromEntries(Object.keys(fb).map((k) => [k, []]));
+  for (let r = 0; r < Math.min(ROUNDS, 8); r++)
+    for (const [name, fn] of Object.entries(fb)) fsamples[name].push(await time(fn, KEYS));
+  results.push({
+    title: 'record a failure (ns/op)',
+    rows: Object.entries(fsamples).map(([name, xs]) => ({
+      name,
+      ns: xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)],
+    })),
+  });
+
+  const heaps = [];
+  const noop = () => {};
+  heaps.push(
+    await heap('portcullis (maxEntries 10 000)', () => {
+      const l = createWindowLimiter({ limit: 100, windowMs: 60_000 });
+      return (k) => l.consume(k);
+    }),
+  );
+  heaps.push(
+    await heap('portcullis failure limiter', () => {
+      const l = createFailureLimiter();
+      return (k) => l.recordFailure(k);
+    }),
+  );
+  heaps.push(
+    await heap('rate-limiter-flexible', () => {
+      const l = new RateLimiterMemory({ points: 100, duration: 60 });
+      return (k) => l.consume(k).catch(noop);
+    }),
+  );
+  heaps.push(
+    await heap('express-rate-limit MemoryStore', () => {
+      const s = new ErlMemoryStore();
+      s.init({ windowMs: 60_000 });
+      return (k) => s.increment(k);
+    }),
+  );
+  heaps.push(
+    await heap('@fastify/rate-limit LocalStore (5 000 LRU)', () => {
+      const s = new FastifyLocalStore(false, false, 5000);
+      return (k) => s.incr(k, noop, 60_000, 100);
+    }),
+  );
+  heaps.push(await heap('bare Map counter', () => bareMap(100)));
+
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    rounds: ROUNDS,
+    n: N,
+    scenarios: [],
+    heap: [],
+  };
+  for (const { title, rows } of results) {
+    const map = rows.find((r) => r.name === 'bare Map counter')?.ns;
+    const clocked = rows.find((r) => r.name.startsWith('bare Map window'))?.ns;
+    const us = rows.find((r) => r.name.startsWith('portcullis')).ns;
+    console.log(`\n${title}`);
+    for (const r of rows) {
+      const vsMap = map ? `  ${(r.ns / map).toFixed(2)}× bare Map` : '';
+      const vsClocked = clocked ? `  ${(r.ns / clocked).toFixed(2)}× clocked Map` : '';
+      const vsUs = r.name.startsWith('portcullis')
+        ? ''
+        : `  (Portcullis ${(r.ns / us).toFixed(2)}× faster)`;
+      console.log(
+        `  ${r.name.padEnd(34)} ${r.ns.toFixed(1).padStart(8)} ns${vsMap}${vsClocked}${vsUs}`,
+      );
+    }
+    report.scenarios.push({ title, rows });
+  }
+  console.log('\nheap growth after 1 000 000 unique keys');
+  for (const h of heaps) {
+    console.log(`  ${h.name.padEnd(44)} ${h.mb.toFixed(1).padStart(8)} MB`);
+    report.heap.push({ name: h.name, mb: Number(h.mb.toFixed(2)) });
+  }
+  if (process.env.BENCH_JSON)
+    (await import('node:fs')).writeFileSync(
+      process.env.BENCH_JSON,
+      `${JSON.stringify(report, null, 2)}\n`,
+    );
+  process.exit(0);
+}
+
+main();

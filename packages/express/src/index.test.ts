@@ -1,0 +1,141 @@
+import type { Decision } from '@portcullis/core';
+import { manualClock } from '@portcullis/core/testing';
+import { createRequire } from 'node:module';
+import express5, { type ErrorRequestHandler, type Express } from 'express';
+import request from 'supertest';
+import { describe, expect, it, vi } from 'vitest';
+import { authGuard, rateLimit, webhookGuard } from './index.js';
+
+// Express 4 is installed as `express4` (npm:express@4); its API is the one the types describe.
+const express4 = createRequire(import.meta.url)('express4') as typeof express5;
+
+const errorHandler: ErrorRequestHandler = (err: Error, _req, res, _next) => {
+  res.status(500).json({ error: err.message });
+};
+
+describe.each([
+  ['express 5', express5],
+  ['express 4', express4],
+])('@portcullis/express on %s', (_name, express) => {
+  function app(mount: (app: Express) => void): Express {
+    const a = express();
+    mount(a);
+    a.use(errorHandler);
+    return a;
+  }
+
+  it('calls onLimited with the request, the response and the decision, counter headers already set', async () => {
+    const clock = manualClock(0);
+    const onLimited = vi.fn((req: express5.Request, res: express5.Response, decision: Decision) => {
+      res
+        .status(503)
+        .json({ mine: true, sameDecision: req.rateLimit === decision, reason: decision.reason });
+    });
+    const a = app((a) => {
+      a.use(rateLimit({ limit: 1, clock, timers: clock, onLimited }));
+      a.get('/', (_req, res) => res.send('ok'));
+    });
+    await request(a).get('/').expect(200, 'ok');
+    const refused = await request(a).get('/');
+    expect(refused.status).toBe(503);
+    expect(refused.body).toEqual({ mine: true, sameDecision: true, reason: 'limited' });
+    expect(refused.headers['retry-after']).toBe('60');
+    expect(refused.headers.ratelimit).toBe('"default";r=0;t=60');
+    expect(onLimited).toHaveBeenCalledTimes(1);
+  });
+
+  it('hands an asynchronous onLimited failure to the error handler', async () => {
+    const clock = manualClock(0);
+    const a = app((a) => {
+      a.use(
+        rateLimit({
+          limit: 1,
+          clock,
+          timers: clock,
+          onLimited: async () => Promise.reject(new Error('handler broke')),
+        }),
+      );
+      a.get('/', (_req, res) => res.send('ok'));
+    });
+    await request(a).get('/').expect(200);
+    await request(a).get('/').expect(500, { error: 'handler broke' });
+  });
+
+  it.each([
+    [
+      'throws',
+      () => {
+        throw new Error('verify broke');
+      },
+    ],
+    ['rejects', () => Promise.reject(new Error('verify broke'))],
+  ])('hands a verify that %s to the error handler', async (_how, verify) => {
+    const a = app((a) => {
+      a.post('/auth', authGuard({ verify }), (_req, res) => res.send('in'));
+      a.post('/hook', webhookGuard({ verify }), (_req, res) => res.send('in'));
+    });
+    await request(a).post('/auth').expect(500, { error: 'verify broke' });
+    await request(a).post('/hook').expect(500, { error: 'verify broke' });
+  });
+
+  it('reports a verify that returns something else than ok/invalid/missing', async () => {
+    const a = app((a) => {
+      a.post('/auth', authGuard({ verify: () => 'yes' as 'ok' }), (_req, res) => res.send('in'));
+    });
+    const reply = await request(a).post('/auth').expect(500);
+    expect(reply.body.error).toMatch(/verify\(\) must return 'ok', 'invalid' or 'missing'/);
+  });
+
+  it('hands the Express request to key, skip and verify', async () => {
+    const seen: unknown[] = [];
+    const see = <T>(value: unknown, result: T): T => {
+      seen.push(value);
+      return result;
+    };
+    const a = app((a) => {
+      a.use(express.json());
+      a.post(
+        '/',
+        rateLimit({ key: (req) => see(req.body, 'k'), skip: (req) => see(req.path, false) }),
+        authGuard({
+          verify: (req) => see(req.body, req.body.token === 's3cret' ? 'ok' : 'invalid'),
+        }),
+        (_req, res) => res.send('in'),
+      );
+    });
+    await request(a).post('/').send({ token: 's3cret' }).expect(200, 'in');
+    expect(seen).toEqual(['/', { token: 's3cret' }, { token: 's3cret' }]);
+  });
+
+  it("keys by the socket peer, never by Express's req.ip (trust proxy ignored)", async () => {
+    const a = app((a) => {
+      a.set('trust proxy', true);
+      a.get('/', rateLimit({ limit: 5 }), (req, res) =>
+        res.json({ ip: req.ip, key: req.rateLimit?.key }),
+      );
+    });
+    const reply = await request(a).get('/').set('X-Forwarded-For', '203.0.113.9');
+    expect(reply.body).toEqual({ ip: '203.0.113.9', key: '127.0.0.1' });
+  });
+
+  it('writes the answer exactly: no ETag, a Content-Length, the JSON as the core built it', async () => {
+    const clock = manualClock(0);
+    const a = app((a) =>
+      a.get('/', rateLimit({ limit: 1, clock, timers: clock }), (_req, res) => res.send('ok')),
+    );
+    await request(a).get('/');
+    const refused = await request(a).get('/');
+    expect(refused.headers.etag).toBeUndefined();
+    expect(refused.headers['content-length']).toBe(String(Buffer.byteLength(refused.text)));
+    expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
+  it('names its middleware for readable stack traces', () => {
+    const verify = () => 'ok' as const;
+    expect([rateLimit().name, authGuard({ verify }).name, webhookGuard({ verify }).name]).toEqual([
+      'portcullisRateLimit',
+      'portcullisAuthGuard',
+      'portcullisWebhookGuard',
+    ]);
+  });
+});

@@ -1,0 +1,256 @@
+import { createWindowLimiter, PortcullisConfigError } from '@portcullis/core';
+import { type ManualClock, manualClock } from '@portcullis/core/testing';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import portcullis, {
+  authGuard,
+  type OnLimited,
+  portcullis as named,
+  rateLimit,
+  webhookGuard,
+} from './index.js';
+
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+function newApp(): FastifyInstance {
+  const app = Fastify();
+  apps.push(app);
+  return app;
+}
+
+async function statuses(
+  app: FastifyInstance,
+  url: string,
+  n: number,
+  method: 'GET' | 'HEAD' = 'GET',
+) {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await app.inject({ method, url })).statusCode);
+  return out;
+}
+
+describe('the plugin', () => {
+  let clock: ManualClock;
+  const limits = (limit: number) => {
+    clock = manualClock(0);
+    return { limit, clock, timers: clock };
+  };
+
+  it('is the default export and the named `portcullis`, wrapped by fastify-plugin', () => {
+    expect(portcullis).toBe(named);
+    expect((portcullis as unknown as Record<symbol, unknown>)[Symbol.for('skip-override')]).toBe(
+      true,
+    );
+    expect(
+      (portcullis as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')],
+    ).toBe('@portcullis/fastify');
+  });
+
+  it('limits every route registered after it, one bucket per client across routes', async () => {
+    const app = newApp();
+    await app.register(portcullis, limits(3));
+    app.get('/a', async () => 'a');
+    app.get('/b', async () => 'b');
+    expect(await statuses(app, '/a', 2)).toEqual([200, 200]);
+    expect(await statuses(app, '/b', 2)).toEqual([200, 429]);
+  });
+
+  it('merges a route’s config.rateLimit over the global options, with its own bucket', async () => {
+    const app = newApp();
+    await app.register(portcullis, { ...limits(5), headers: 'legacy' });
+    app.get('/strict', { config: { rateLimit: { limit: 2, name: 'strict' } } }, async () => 'x');
+    app.get('/loose', async () => 'y');
+    const first = await app.inject('/strict');
+    expect(first.headers['ratelimit-policy']).toBe('"strict";q=2;w=60');
+    expect(first.headers['x-ratelimit-limit']).toBe('2');
+    expect(await statuses(app, '/strict', 2)).toEqual([200, 429]);
+    expect(await statuses(app, '/loose', 5)).toEqual([200, 200, 200, 200, 200]);
+  });
+
+  it('leaves a route with config.rateLimit: false alone', async () => {
+    const app = newApp();
+    await app.register(portcullis, limits(1));
+    app.get('/free', { config: { rateLimit: false } }, async (request) => ({
+      decision: request.rateLimit ?? null,
+    }));
+    for (let i = 0; i < 3; i++) {
+      const reply = await app.inject('/free');
+      expect(reply.statusCode).toBe(200);
+      expect(reply.headers.ratelimit).toBeUndefined();
+      expect(reply.json()).toEqual({ decision: null });
+    }
+  });
+
+  it('global: false limits only the routes with a config.rateLimit object', async () => {
+    const app = newApp();
+    await app.register(portcullis, { ...limits(1), global: false });
+    app.get('/open', async () => 'o');
+    app.get('/limited', { config: { rateLimit: {} } }, async () => 'l');
+    expect(await statuses(app, '/open', 3)).toEqual([200, 200, 200]);
+    expect(await statuses(app, '/limited', 2)).toEqual([200, 429]);
+  });
+
+  it('shares a route’s bucket between GET and its automatic HEAD', async () => {
+    const app = newApp();
+    await app.register(portcullis, limits(5));
+    app.get('/doc', { config: { rateLimit: { limit: 2 } } }, async () => 'doc');
+    expect(await statuses(app, '/doc', 1, 'HEAD')).toEqual([200]);
+    expect(await statuses(app, '/doc', 2)).toEqual([200, 429]);
+  });
+
+  it('stays inside the encapsulated context it is registered in', async () => {
+    const app = newApp();
+    await app.register(async (child) => {
+      await child.register(portcullis, limits(1));
+      child.get('/inside', async () => 'in');
+    });
+    await app.register(async (sibling) => {
+      sibling.get('/sibling', async () => 'sib');
+    });
+    app.get('/outside', async () => 'out');
+    expect(await statuses(app, '/inside', 2)).toEqual([200, 429]);
+    expect(await statuses(app, '/sibling', 3)).toEqual([200, 200, 200]);
+    expect(await statuses(app, '/outside', 3)).toEqual([200, 200, 200]);
+  });
+
+  it('registers again in a child context without redeclaring the decorator', async () => {
+    const app = newApp();
+    await app.register(portcullis, limits(5));
+    await app.register(async (child) => {
+      await child.register(portcullis, { limit: 1, clock, timers: clock, name: 'inner' });
+      child.get('/both', async () => 'x');
+    });
+    // both limits apply: the inner one (checked first) refuses the second request
+    expect(await statuses(app, '/both', 2)).toEqual([200, 429]);
+  });
+
+  it('ignores Fastify’s own register options (prefix)', async () => {
+    const app = newApp();
+    await app.register(portcullis, { ...limits(1), prefix: '/api' } as never);
+    app.get('/x', async () => 'x');
+    expect(await statuses(app, '/x', 2)).toEqual([200, 429]);
+  });
+
+  it('keys by the socket peer, never by request.ip (trustProxy ignored)', async () => {
+    const app = Fastify({ trustProxy: true });
+    apps.push(app);
+    await app.register(portcullis, limits(5));
+    app.get('/', async (request) => ({ ip: request.ip, key: request.rateLimit?.key }));
+    const reply = await app.inject({
+      url: '/',
+      remoteAddress: '2001:db8:5:6::7',
+      headers: { 'x-forwarded-for': '203.0.113.9' },
+    });
+    expect(reply.json()).toEqual({ ip: '203.0.113.9', key: '2001:db8:5:6::/64' });
+  });
+
+  it('calls onLimited(request, reply, decision) with the counter headers set', async () => {
+    const app = newApp();
+    const onLimited = vi.fn<OnLimited>(async (request, reply, decision) => {
+      await reply.code(503).send({ mine: true, same: request.rateLimit === decision });
+    });
+    await app.register(portcullis, { ...limits(1), onLimited });
+    app.get('/', async () => 'ok');
+    await app.inject('/');
+    const refused = await app.inject('/');
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toEqual({ mine: true, same: true });
+    expect(refused.headers['retry-after']).toBe('60');
+    expect(onLimited).toHaveBeenCalledTimes(1);
+  });
+
+  it('stops its stores’ sweep timers when the app closes', async () => {
+    const app = newApp();
+    await app.register(portcullis, limits(5));
+    app.get('/', { config: { rateLimit: { limit: 2 } } }, async () => 'ok');
+    app.get('/g', async () => 'ok');
+    await app.inject('/');
+    await app.inject('/g');
+    expect(clock.pendingTimers()).toBe(2);
+    await app.close();
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
+  it.each([
+    ['a bad global option', { limit: -1 }, 'ERR_PORTCULLIS_LIMIT'],
+    ['an unknown global option', { max: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
+    ['global not a boolean', { global: 'yes' }, 'ERR_PORTCULLIS_GLOBAL'],
+  ])('fails registration for %s', async (_label, options, code) => {
+    const app = newApp();
+    await expect(app.register(portcullis, options as never)).rejects.toMatchObject({ code });
+  });
+
+  it.each([
+    ['true', true, 'ERR_PORTCULLIS_RATE_LIMIT'],
+    ['a bad option', { windowMs: 0 }, 'ERR_PORTCULLIS_WINDOW_MS'],
+    [
+      'a limiter clashing with the global limit',
+      { limiter: createWindowLimiter() },
+      'ERR_PORTCULLIS_LIMITER',
+    ],
+  ])('fails the route for config.rateLimit %s', async (_label, config, code) => {
+    const app = newApp();
+    await app.register(portcullis, { limit: 5 });
+    let error: unknown;
+    try {
+      app.get('/', { config: { rateLimit: config as never } }, async () => 'x');
+      await app.ready();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(PortcullisConfigError);
+    expect(error).toMatchObject({ code });
+  });
+});
+
+describe('the hooks', () => {
+  it('rateLimit works as an app-wide onRequest hook, 404s included', async () => {
+    const clock = manualClock(0);
+    const app = newApp();
+    app.addHook('onRequest', rateLimit({ limit: 2, clock, timers: clock }));
+    app.get('/', async () => 'ok');
+    expect(await statuses(app, '/', 1)).toEqual([200]);
+    expect(await statuses(app, '/missing', 2)).toEqual([404, 429]);
+  });
+
+  it.each([
+    [
+      'throws',
+      () => {
+        throw new Error('verify broke');
+      },
+    ],
+    ['rejects', () => Promise.reject(new Error('verify broke'))],
+  ])('hands a verify that %s to the error handler', async (_how, verify) => {
+    const app = newApp();
+    app.post('/auth', { onRequest: authGuard({ verify }) }, async () => 'in');
+    app.post('/hook', { onRequest: webhookGuard({ verify }) }, async () => 'in');
+    for (const url of ['/auth', '/hook']) {
+      const reply = await app.inject({ method: 'POST', url });
+      expect(reply.statusCode).toBe(500);
+      expect(reply.json()).toMatchObject({ message: 'verify broke' });
+    }
+  });
+
+  it('hands the Fastify request to verify', async () => {
+    const app = newApp();
+    const verify = vi.fn((request: { body?: unknown; headers: Record<string, unknown> }) =>
+      request.headers['x-token'] === 't' ? ('ok' as const) : ('invalid' as const),
+    );
+    app.get('/', { onRequest: authGuard({ verify }) }, async () => 'in');
+    expect((await app.inject({ url: '/', headers: { 'x-token': 't' } })).statusCode).toBe(200);
+    expect(verify.mock.calls[0]?.[0]).toHaveProperty('raw');
+  });
+
+  it('names its hooks for readable stack traces', () => {
+    const verify = () => 'ok' as const;
+    expect([rateLimit().name, authGuard({ verify }).name, webhookGuard({ verify }).name]).toEqual([
+      'portcullisRateLimit',
+      'portcullisAuthGuard',
+      'portcullisWebhookGuard',
+    ]);
+  });
+});

@@ -5,6 +5,7 @@ import { type AppSpec, frameworks } from './harness.js';
 const verify = () => 'ok' as const;
 
 /** Options a user might get wrong, each with the stable code and option it must be reported as. */
+// biome-ignore format: one case per line reads as a table
 const cases: [string, unknown, string, string][] = [
   ['rateLimit: unknown option', { rateLimit: { limt: 3 } }, 'ERR_PORTCULLIS_UNKNOWN_OPTION', 'limt'],
   ['rateLimit: limit 0', { rateLimit: { limit: 0 } }, 'ERR_PORTCULLIS_LIMIT', 'limit'],

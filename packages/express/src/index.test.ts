@@ -130,6 +130,18 @@ describe.each([
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
+  it('stays synchronous with the memory store: next() runs before the middleware returns', () => {
+    const req = { socket: { remoteAddress: '203.0.113.1' }, headers: {} };
+    const res = { setHeader: vi.fn() };
+    const next = vi.fn();
+    rateLimit({ limit: 5 })(req as never, res as never, next);
+    expect(next).toHaveBeenCalledTimes(1);
+    expect(res.setHeader).toHaveBeenCalledWith('RateLimit', '"default";r=4;t=60');
+    authGuard({ verify: () => 'ok' })(req as never, res as never, next);
+    webhookGuard({ verify: () => 'ok' })(req as never, res as never, next);
+    expect(next).toHaveBeenCalledTimes(3);
+  });
+
   it('names its middleware for readable stack traces', () => {
     const verify = () => 'ok' as const;
     expect([rateLimit().name, authGuard({ verify }).name, webhookGuard({ verify }).name]).toEqual([

@@ -216,6 +216,16 @@ describe('the hooks', () => {
     expect(await statuses(app, '/missing', 2)).toEqual([404, 429]);
   });
 
+  it('rateLimit works as a not-found preHandler', async () => {
+    const clock = manualClock(0);
+    const app = newApp();
+    app.setNotFoundHandler(
+      { preHandler: rateLimit({ limit: 1, clock, timers: clock }) },
+      async (_request, reply) => reply.code(404).send('nothing here'),
+    );
+    expect(await statuses(app, '/missing', 2)).toEqual([404, 429]);
+  });
+
   it.each([
     [
       'throws',
@@ -243,6 +253,21 @@ describe('the hooks', () => {
     app.get('/', { onRequest: authGuard({ verify }) }, async () => 'in');
     expect((await app.inject({ url: '/', headers: { 'x-token': 't' } })).statusCode).toBe(200);
     expect(verify.mock.calls[0]?.[0]).toHaveProperty('raw');
+  });
+
+  it('stays synchronous with the memory store: done() runs before the hook returns', () => {
+    const request = { raw: { socket: { remoteAddress: '203.0.113.1' }, headers: {} } };
+    const reply = { headers: vi.fn() };
+    const done = vi.fn();
+    const app = newApp();
+    rateLimit({ limit: 5 }).call(app, request as never, reply as never, done);
+    expect(done).toHaveBeenCalledTimes(1);
+    expect(reply.headers).toHaveBeenCalledWith(
+      expect.objectContaining({ RateLimit: '"default";r=4;t=60' }),
+    );
+    authGuard({ verify: () => 'ok' }).call(app, request as never, reply as never, done);
+    webhookGuard({ verify: () => 'ok' }).call(app, request as never, reply as never, done);
+    expect(done).toHaveBeenCalledTimes(3);
   });
 
   it('names its hooks for readable stack traces', () => {

@@ -118,6 +118,19 @@ describe.each([
     expect(reply.body).toEqual({ ip: '203.0.113.9', key: '127.0.0.1' });
   });
 
+  it("stays synchronous with the memory store: returns next()'s own value, no promise of its own", () => {
+    const req = { socket: { remoteAddress: '203.0.113.1' }, headers: {} };
+    const ctx = { req, request: {}, state: {}, set: vi.fn() };
+    const downstream = Promise.resolve('downstream');
+    const next = () => downstream;
+    expect(rateLimit({ limit: 5 })(ctx as never, next)).toBe(downstream);
+    expect(ctx.set).toHaveBeenCalledWith(
+      expect.objectContaining({ RateLimit: '"default";r=4;t=60' }),
+    );
+    expect(authGuard({ verify: () => 'ok' })(ctx as never, next)).toBe(downstream);
+    expect(webhookGuard({ verify: () => 'ok' })(ctx as never, next)).toBe(downstream);
+  });
+
   it('names its middleware for readable stack traces', () => {
     const verify = () => 'ok' as const;
     expect([rateLimit().name, authGuard({ verify }).name, webhookGuard({ verify }).name]).toEqual([

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis as IORedis } from 'ioredis';
 import { Valkey } from 'iovalkey';
-import { createClient } from 'redis';
+import { createClient, RESP_TYPES } from 'redis';
 import type { SendCommand } from '../../packages/redis/src/index.js';
 
 /** The shared test Redis (`.ci/run` starts it). */
@@ -20,6 +20,8 @@ export const REDIS_PORT = 6379;
 export interface TestClient {
   readonly name: string;
   readonly sendCommand: SendCommand;
+  /** `GET` as raw bytes (RedisStore values are binary). */
+  getBuffer(key: string): Promise<Buffer | null>;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ function ioredisLike(
       return {
         name,
         sendCommand: (args) => client.call(args[0] as string, ...args.slice(1)),
+        getBuffer: (key) => client.getBuffer(key),
         close: async () => {
           client.disconnect();
         },
@@ -99,6 +102,10 @@ export const nodeRedis: ClientKind = {
     return {
       name: 'node-redis',
       sendCommand: (args) => client.sendCommand(args),
+      getBuffer: async (key) => {
+        const value = await client.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }).get(key);
+        return value as Buffer | null;
+      },
       close: async () => {
         client.destroy();
       },
@@ -108,6 +115,14 @@ export const nodeRedis: ClientKind = {
 
 /** All three clients, for `describe.each`-style loops. */
 export const clientKinds: readonly ClientKind[] = [ioredis, nodeRedis, iovalkey];
+
+/** A RedisStore value decoded: its kind letter and its numbers (see packages/redis/src/script.ts). */
+export function decodeState(value: Buffer | null): { kind: string; numbers: number[] } | null {
+  if (value === null) return null;
+  const numbers: number[] = [];
+  for (let at = 1; at + 8 <= value.length; at += 8) numbers.push(value.readDoubleBE(at));
+  return { kind: String.fromCharCode(value[0] as number), numbers };
+}
 
 /** A prefix no other test uses. */
 export function uniquePrefix(label = 'test'): string {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Child,
   clientKinds,
+  decodeState,
   deletePrefix,
   ensureBuilt,
   forkFixture,
@@ -73,10 +74,11 @@ describe('exact limits across processes (ioredis, node-redis and iovalkey at onc
     expect(summaries.flatMap((s) => s.remaining).sort((a, b) => a - b)).toEqual([
       1, 2, 3, 4, 5, 6, 7, 8, 9,
     ]);
-    const value = String(
-      await client.sendCommand(['GET', `${prefix}auth:shared-secret:198.51.100.23`], undefined),
-    );
-    expect(value).toMatch(/^L,(\d+),\1$/);
+    // L expiresAt lockedUntil, no failure times: locked, history cleared.
+    const state = decodeState(await client.getBuffer(`${prefix}auth:shared-secret:198.51.100.23`));
+    expect(state?.kind).toBe('L');
+    expect(state?.numbers).toHaveLength(2);
+    expect(state?.numbers[0]).toBe(state?.numbers[1]);
     const ttl = Number(
       await client.sendCommand(['PTTL', `${prefix}auth:shared-secret:198.51.100.23`], undefined),
     );
@@ -94,9 +96,9 @@ describe('exact limits across processes (ioredis, node-redis and iovalkey at onc
     expect(summaries.flatMap((s) => s.remaining).sort((a, b) => a - b)).toEqual(
       Array.from({ length: 100 }, (_, i) => i),
     );
-    expect(
-      String(await client.sendCommand(['GET', `${prefix}slots:one-window`], undefined)),
-    ).toMatch(/^F,\d+,\d+,100$/);
+    const state = decodeState(await client.getBuffer(`${prefix}slots:one-window`));
+    expect(state?.kind).toBe('F');
+    expect(state?.numbers[2]).toBe(100);
   });
 });
 

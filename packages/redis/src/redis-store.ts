@@ -318,17 +318,12 @@ export class RedisStore implements Store {
     );
   }
 
-  #args(key: string, ...argv: string[]): string[] {
+  /** `EVALSHA sha 1 <prefixed key> <op> <now or ''> <numbers…>` (see script.ts for the layout). */
+  #args(key: string, op: string, a: string, b: string, c: string, d?: string): string[] {
     const now = this.#scriptClock === undefined ? '' : String(this.#scriptClock.now());
-    return [
-      'EVALSHA',
-      SCRIPT_SHA,
-      '1',
-      this.#prefix + key,
-      argv[0] as string,
-      now,
-      ...argv.slice(1),
-    ];
+    const args = ['EVALSHA', SCRIPT_SHA, '1', this.#prefix + key, op, now, a, b, c];
+    if (d !== undefined) args.push(d);
+    return args;
   }
 
   /** Runs the script: `EVALSHA`, then `EVAL` once if (and only if) Redis answers `NOSCRIPT`. */

@@ -15,12 +15,14 @@ import { createHash } from 'node:crypto';
  *          ARGV[5] windowMs, ARGV[6] cost (consume only).
  * failures ARGV[3] maxAttempts, ARGV[4] windowMs, ARGV[5] lockoutMs.
  *
- * Stored value (one string per key, TTL = expiresAt − now, so nothing outlives its use; the value
- * carries expiresAt too, which is what counts — the TTL only reclaims the memory):
- *   `F,<expiresAt>,<start>,<count>`            fixed window
- *   `S,<expiresAt>,<start>,<prev>,<curr>`      sliding window
- *   `T,<expiresAt>,<scaled>,<last>`            token bucket (tokens × windowMs)
- *   `L,<expiresAt>,<lockedUntil>,<t1>,…,<tn>`  failure log (n < maxAttempts), lockout end or 0
+ * Stored value: one binary string per key, packed with Redis Lua's `struct` library as a kind byte
+ * followed by big-endian IEEE doubles (`>c1d…`), so numbers round-trip bit for bit and nothing is
+ * formatted or parsed as text. The TTL is expiresAt − now, so nothing outlives its use; the value
+ * carries expiresAt too, which is what counts (the TTL only reclaims the memory):
+ *   `F` expiresAt start count                  fixed window, 25 bytes
+ *   `S` expiresAt start prev curr              sliding window, 33 bytes
+ *   `T` expiresAt scaled last                  token bucket (tokens × windowMs), 25 bytes
+ *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
  *
  * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`.
  */
@@ -29,34 +31,28 @@ local key = KEYS[1]
 local op = ARGV[1]
 local now
 if ARGV[2] == '' then
-  if redis.replicate_commands then redis.replicate_commands() end
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
   now = tonumber(ARGV[2])
 end
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+local spack, sunpack = struct.pack, struct.unpack
 
-local function num(x) return string.format('%.17g', x) end
-
--- The live fields of the stored value, or nil when absent, of another kind or expired.
-local function load(kind)
+-- The stored value when it is of this kind and still live (now < expiresAt), else nil. A value of
+-- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way.
+local function load(kind, size)
   local raw = redis.call('GET', key)
   if not raw then return nil end
-  local f = {}
-  for part in string.gmatch(raw, '[^,]+') do f[#f + 1] = part end
-  if f[1] ~= kind then
-    -- Another kind under this key (a rule changed algorithm): MemoryStore forgets it too.
+  if string.sub(raw, 1, 1) ~= kind or (size and #raw ~= size) then
     redis.call('DEL', key)
     return nil
   end
-  local exp = tonumber(f[2])
-  if exp == nil or now >= exp then return nil end
-  for i = 2, #f do f[i] = tonumber(f[i]) end
-  return f
+  return raw
 end
 
-local function save(fields, exp)
+-- Writes a packed value that expires at exp; a value already worthless is deleted instead.
+local function save(value, exp)
   local ttl = exp - now
   if ttl <= 0 then
     redis.call('DEL', key)
@@ -65,9 +61,7 @@ local function save(fields, exp)
   -- With a caller's clock (tests only) virtual time does not pass in Redis: keep the key a minute
   -- so it is not gone in real time before its virtual end (the stored expiresAt still rules).
   if ARGV[2] ~= '' and ttl < 60000 then ttl = 60000 end
-  fields[2] = exp
-  for i = 2, #fields do fields[i] = num(fields[i]) end
-  redis.call('SET', key, table.concat(fields, ','), 'PX', string.format('%d', ttl))
+  redis.call('SET', key, value, 'PX', ttl)
 end
 
 if op == 'c' or op == 'p' then
@@ -77,35 +71,51 @@ if op == 'c' or op == 'p' then
   local cost = tonumber(ARGV[6]) or 1
 
   if alg == 'f' then
-    local f = load('F')
+    local raw = load('F', 25)
+    local live, exp, start, count = false, 0, now, 0
+    if raw then
+      local _
+      _, exp, start, count = sunpack('>c1ddd', raw)
+      live = now < exp
+    end
     if op == 'p' then
-      if f == nil or now >= f[3] + w then return { 1, limit, 0, 0, 0 } end
-      local reset = f[3] + w - now
-      local remaining = max(0, limit - f[4])
+      if not live or now >= start + w then return { 1, limit, 0, 0, 0 } end
+      local reset = start + w - now
+      local remaining = max(0, limit - count)
       if remaining > 0 then return { 1, remaining, 0, reset, 0 } end
       return { 0, 0, reset, reset, 0 }
     end
-    local start, count = now, 0
-    if f ~= nil and now < f[3] + w then start, count = f[3], f[4] end
+    local same = live and now < start + w and exp == start + w
+    if not same and (not live or now >= start + w) then start, count = now, 0 end
     local reset = start + w - now
-    local out
     if count + cost > limit then
-      out = { 0, max(0, limit - count), reset, reset, 0 }
-    else
-      count = count + cost
-      out = { 1, limit - count, 0, reset, 0 }
+      if live and not same then save(spack('>c1ddd', 'F', start + w, start, count), start + w) end
+      return { 0, max(0, limit - count), reset, reset, 0 }
     end
-    if f ~= nil or out[1] == 1 then save({ 'F', 0, start, count }, start + w) end
-    return out
+    count = count + cost
+    if same then
+      -- The hot path: the window and its expiry stand, only the count (bytes 18–25) changes.
+      redis.call('SETRANGE', key, 17, spack('>d', count))
+    else
+      save(spack('>c1ddd', 'F', start + w, start, count), start + w)
+    end
+    return { 1, limit - count, 0, reset, 0 }
   end
 
   if alg == 's' then
-    local f = load('S')
-    if op == 'p' and f == nil then return { 1, limit, 0, 0, 0 } end
-    local start, prev, curr = now, 0, 0
-    if f ~= nil then
-      start, prev, curr = f[3], f[4], f[5]
-      local steps = floor((now - start) / w)
+    local raw = load('S', 33)
+    local live, exp, start, prev, curr = false, 0, now, 0, 0
+    if raw then
+      local _
+      _, exp, start, prev, curr = sunpack('>c1dddd', raw)
+      live = now < exp
+    end
+    local steps = 0
+    if not live then
+      if op == 'p' then return { 1, limit, 0, 0, 0 } end
+      start, prev, curr = now, 0, 0
+    else
+      steps = floor((now - start) / w)
       if steps == 1 then
         prev, curr, start = curr, 0, start + w
       elseif steps >= 2 then
@@ -113,85 +123,102 @@ if op == 'c' or op == 'p' then
       end
     end
     local elapsed = now - start
-    local function resetMs()
-      if curr > 0 then return 2 * w - elapsed end
-      if prev > 0 then return w - elapsed end
-      return 0
-    end
-    local function retryMs(c)
-      local room = limit - curr - c
-      if room >= 0 and prev > 0 then return w - floor((room * w) / prev) - elapsed end
-      local nextRoom = limit - c
-      if nextRoom < 0 then return w end
-      local into = 0
-      if curr > 0 then into = max(0, w - floor((nextRoom * w) / curr)) end
-      return w - elapsed + into
-    end
     local total = limit * w
     local used = prev * (w - elapsed) + curr * w
-    if op == 'p' then
-      local remaining = max(0, floor((total - used) / w))
-      if used + w > total then return { 0, remaining, retryMs(1), resetMs(), 0 } end
-      return { 1, remaining, 0, resetMs(), 0 }
+    local c = cost
+    if op == 'p' then c = 1 end
+    local allowed = used + c * w <= total
+    if allowed and op == 'c' then curr = curr + cost end
+    local reset = 0
+    if curr > 0 then reset = 2 * w - elapsed elseif prev > 0 then reset = w - elapsed end
+    if op == 'c' then
+      if live and steps == 0 and exp == start + 2 * w then
+        -- The hot path: same window, same expiry; only curr (bytes 26–33) may change.
+        if allowed then redis.call('SETRANGE', key, 25, spack('>d', curr)) end
+      elseif live or allowed then
+        save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
+      end
     end
-    local out
-    if used + cost * w > total then
-      out = { 0, max(0, floor((total - used) / w)), retryMs(cost), resetMs(), 0 }
+    if allowed then
+      if op == 'p' then return { 1, max(0, floor((total - used) / w)), 0, reset, 0 } end
+      return { 1, floor((total - used - cost * w) / w), 0, reset, 0 }
+    end
+    -- Refused: when would a call of this cost pass?
+    local retry
+    local room = limit - curr - c
+    if room >= 0 and prev > 0 then
+      -- Within this window: prev × (W − e) ≤ room × W  ⇔  e ≥ W − ⌊room × W / prev⌋.
+      retry = w - floor((room * w) / prev) - elapsed
+    elseif limit - c < 0 then
+      -- A cost above the limit can never pass; advertise one window.
+      retry = w
     else
-      curr = curr + cost
-      out = { 1, floor((total - used - cost * w) / w), 0, resetMs(), 0 }
+      -- Next window, where curr becomes prev: curr × (W − e) ≤ (limit − c) × W.
+      local into = 0
+      if curr > 0 then into = max(0, w - floor(((limit - c) * w) / curr)) end
+      retry = w - elapsed + into
     end
-    if f ~= nil or out[1] == 1 then save({ 'S', 0, start, prev, curr }, start + 2 * w) end
-    return out
+    return { 0, max(0, floor((total - used) / w)), retry, reset, 0 }
   end
 
-  -- token bucket
-  local f = load('T')
+  -- token bucket: tokens scaled by windowMs, refilled by limit per ms
+  local raw = load('T', 25)
   local full = limit * w
-  local scaled, last = full, now
-  if f ~= nil then
-    scaled, last = f[3], f[4]
-    if now > last then
-      scaled = min(full, scaled + (now - last) * limit)
-      last = now
-    end
+  local live, exp, scaled, last = false, 0, full, now
+  if raw then
+    local _
+    _, exp, scaled, last = sunpack('>c1ddd', raw)
+    live = now < exp
   end
-  local function untilFull() return ceil((full - scaled) / limit) end
+  if not live then
+    scaled, last = full, now
+  elseif now > last then
+    scaled = min(full, scaled + (now - last) * limit)
+    last = now
+  end
   if op == 'p' then
     local remaining = floor(scaled / w)
-    if remaining < 1 then return { 0, 0, ceil((w - scaled) / limit), untilFull(), 0 } end
-    return { 1, remaining, 0, untilFull(), 0 }
+    if remaining < 1 then return { 0, 0, ceil((w - scaled) / limit), ceil((full - scaled) / limit), 0 } end
+    return { 1, remaining, 0, ceil((full - scaled) / limit), 0 }
   end
   local need = cost * w
-  local out
   if scaled < need then
     local retry = w
     if cost <= limit then retry = ceil((need - scaled) / limit) end
-    out = { 0, floor(scaled / w), retry, untilFull(), 0 }
-  else
-    scaled = scaled - need
-    out = { 1, floor(scaled / w), 0, untilFull(), 0 }
+    local untilFull = ceil((full - scaled) / limit)
+    if live then save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull) end
+    return { 0, floor(scaled / w), retry, untilFull, 0 }
   end
-  if f ~= nil or out[1] == 1 then save({ 'T', 0, scaled, last }, last + untilFull()) end
-  return out
+  scaled = scaled - need
+  local untilFull = ceil((full - scaled) / limit)
+  save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
+  return { 1, floor(scaled / w), 0, untilFull, 0 }
 end
 
 -- failure log
 local maxAttempts = tonumber(ARGV[3])
 local w = tonumber(ARGV[4])
 local lockoutMs = tonumber(ARGV[5])
-local f = load('L')
+local raw = load('L', nil)
 local lockedUntil = 0
 local log = {}
-if f ~= nil then
-  lockedUntil = f[3]
-  if lockedUntil ~= 0 then
-    if now >= lockedUntil then f = nil; lockedUntil = 0 end
+if raw then
+  local n = (#raw - 17) / 8
+  if n ~= floor(n) or n < 0 then
+    redis.call('DEL', key)
   else
-    for i = 4, #f do
-      if f[i] + w > now then log[#log + 1] = f[i] end
+    local f = { sunpack('>c1dd' .. string.rep('d', n), raw) }
+    if now < f[2] then
+      lockedUntil = f[3]
+      if lockedUntil ~= 0 then
+        if now >= lockedUntil then lockedUntil = 0 end
+      else
+        -- A failure exactly windowMs old has expired.
+        for i = 4, n + 3 do
+          if f[i] + w > now then log[#log + 1] = f[i] end
+        end
+      end
     end
-    if #log == 0 then f = nil end
   end
 end
 
@@ -204,12 +231,10 @@ if op == 'r' then
   log[#log + 1] = now
   if #log >= maxAttempts then
     lockedUntil = now + lockoutMs
-    save({ 'L', 0, lockedUntil }, lockedUntil)
+    save(spack('>c1dd', 'L', lockedUntil, lockedUntil), lockedUntil)
     return { 0, 0, lockoutMs, lockoutMs, 1 }
   end
-  local fields = { 'L', 0, 0 }
-  for i = 1, #log do fields[i + 3] = log[i] end
-  save(fields, now + w)
+  save(spack('>c1dd' .. string.rep('d', #log), 'L', now + w, 0, unpack(log)), now + w)
 elseif #log == 0 then
   return { 1, maxAttempts, 0, 0, 0 }
 end

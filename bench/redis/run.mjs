@@ -1,0 +1,231 @@
+// Redis-backed rate limiting, side by side on one Redis: @portcullis/redis (RedisStore through a
+// core window limiter), express-rate-limit with rate-limit-redis, and rate-limiter-flexible's
+// RateLimiterRedis. Every contender uses the same ioredis client options and the same rule.
+//
+//   npm run build && node bench/redis/run.mjs [--seconds 3] [--rounds 3] [--concurrency 64] [--port 6379]
+//
+// Without --port it starts a private redis-server on a free port (so INFO commandstats counts only
+// this run). Measures:
+// - decisions/s: closed-loop workers, `concurrency` decisions in flight, rounds interleaved
+//   (A B C A B C …), median round reported;
+// - round trips per decision: decisions run one at a time while every write the client makes to
+//   the Redis socket is counted (one write = one request/response exchange);
+// - commands per decision: the INFO commandstats delta over the same sequential run.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, Socket } from 'node:net';
+import { parseArgs } from 'node:util';
+import { createWindowLimiter } from '@portcullis/core';
+import { RedisStore } from '@portcullis/redis';
+import { rateLimit } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '64' },
+    keys: { type: 'string', default: '1000' },
+    sequential: { type: 'string', default: '2000' },
+    port: { type: 'string' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const CONCURRENCY = Number(values.concurrency);
+const KEYS = Number(values.keys);
+const SEQUENTIAL = Number(values.sequential);
+const LIMIT = 1_000_000_000; // every decision is an ordinary allowed one, for every contender
+const WINDOW_MS = 60_000;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  for (let attempt = 0; ; attempt++) {
+    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      break;
+    } catch (error) {
+      probe.disconnect();
+      if (attempt > 100) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return { port, stop: () => child.kill('SIGKILL') };
+}
+
+const server = values.port ? { port: Number(values.port), stop() {} } : await startRedis();
+const PORT = server.port;
+const connect = async () => {
+  const client = new Redis({ host: '127.0.0.1', port: PORT, lazyConnect: true });
+  await client.connect();
+  return client;
+};
+
+// Counts client → Redis writes while `counting` is on.
+let counting = false;
+let writes = 0;
+const write = Socket.prototype.write;
+Socket.prototype.write = function countedWrite(...args) {
+  if (counting && this.remotePort === PORT) writes++;
+  return write.apply(this, args);
+};
+
+const key = (i) => `client-${i % KEYS}`;
+
+async function portcullis() {
+  const client = await connect();
+  const store = new RedisStore({ sendCommand: (args) => client.call(args[0], ...args.slice(1)), prefix: 'bench-pc:' });
+  const limiter = createWindowLimiter({ store, limit: LIMIT, windowMs: WINDOW_MS, name: 'bench' });
+  return {
+    name: '@portcullis/redis',
+    decide: async (i) => (await limiter.consume(key(i))).allowed,
+    close: () => client.disconnect(),
+  };
+}
+
+async function expressRateLimit() {
+  const client = await connect();
+  const middleware = rateLimit({
+    windowMs: WINDOW_MS,
+    limit: LIMIT,
+    standardHeaders: false,
+    legacyHeaders: false,
+    validate: false,
+    keyGenerator: (req) => req.key,
+    store: new RateLimitRedisStore({ sendCommand: (...args) => client.call(...args), prefix: 'bench-rlr:' }),
+  });
+  const res = {
+    statusCode: 200,
+    headersSent: false,
+    writableEnded: false,
+    setHeader() {},
+    append() {},
+    status() {
+      return this;
+    },
+    send() {},
+    once() {},
+  };
+  return {
+    name: 'express-rate-limit + rate-limit-redis',
+    decide: (i) =>
+      new Promise((resolve, reject) => {
+        const req = { key: key(i), ip: '127.0.0.1', headers: {}, app: { get: () => false } };
+        middleware(req, res, (error) => (error ? reject(error) : resolve(true))).catch(reject);
+      }),
+    close: () => client.disconnect(),
+  };
+}
+
+async function flexible() {
+  const client = await connect();
+  const limiter = new RateLimiterRedis({ storeClient: client, points: LIMIT, duration: WINDOW_MS / 1000, keyPrefix: 'bench-rlf' });
+  return {
+    name: 'rate-limiter-flexible RateLimiterRedis',
+    decide: async (i) => {
+      try {
+        await limiter.consume(key(i));
+        return true;
+      } catch (res) {
+        if (res instanceof Error) throw res;
+        return false;
+      }
+    },
+    close: () => client.disconnect(),
+  };
+}
+
+async function commandCalls(admin) {
+  const info = await admin.info('commandstats');
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) if (m[1] !== 'info') calls += Number(m[2]);
+  return calls;
+}
+
+async function throughput(c, seconds) {
+  let done = 0;
+  let refused = 0;
+  const end = performance.now() + seconds * 1000;
+  let next = 0;
+  async function worker() {
+    while (performance.now() < end) {
+      if (!(await c.decide(next++))) refused++;
+      done++;
+    }
+  }
+  const start = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const elapsed = (performance.now() - start) / 1000;
+  if (refused > 0) throw new Error(`${c.name}: ${refused} refused decisions (limit should never bite)`);
+  return done / elapsed;
+}
+
+const admin = await connect();
+const contenders = [await portcullis(), await expressRateLimit(), await flexible()];
+const results = new Map(contenders.map((c) => [c.name, { rates: [], roundTrips: 0, commands: 0 }]));
+
+// Warm-up (loads scripts, JIT) and the sequential round-trip count.
+for (const c of contenders) {
+  for (let i = 0; i < 200; i++) await c.decide(i);
+  const before = await commandCalls(admin);
+  writes = 0;
+  counting = true;
+  for (let i = 0; i < SEQUENTIAL; i++) await c.decide(i);
+  counting = false;
+  const after = await commandCalls(admin);
+  const r = results.get(c.name);
+  r.roundTrips = writes / SEQUENTIAL;
+  r.commands = (after - before - 0) / SEQUENTIAL;
+}
+
+for (let round = 0; round < ROUNDS; round++) {
+  for (const c of contenders) results.get(c.name).rates.push(await throughput(c, SECONDS));
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rows = contenders.map((c) => {
+  const r = results.get(c.name);
+  return { name: c.name, rate: median(r.rates), roundTrips: r.roundTrips, commands: r.commands };
+});
+const ours = rows[0];
+const fasterPeer = Math.max(rows[1].rate, rows[2].rate);
+
+console.log(
+  `Redis ${(await admin.info('server')).match(/redis_version:(\S+)/)?.[1]} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
+    `${CONCURRENCY} in flight, ${KEYS} keys, ${ROUNDS} × ${SECONDS}s rounds (median), fixed window`,
+);
+console.log('');
+console.log('| contender | decisions/s | vs @portcullis/redis | round trips / decision | commands / decision |');
+console.log('|---|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(
+    `| ${r.name} | ${Math.round(r.rate).toLocaleString('en-US')} | ${(r.rate / ours.rate).toFixed(2)}× | ${r.roundTrips.toFixed(2)} | ${r.commands.toFixed(2)} |`,
+  );
+}
+console.log('');
+console.log(`@portcullis/redis / faster peer: ${(ours.rate / fasterPeer).toFixed(2)}×`);
+
+for (const c of contenders) c.close();
+admin.disconnect();
+server.stop();
+await Promise.race([once(process, 'beforeExit'), new Promise((r) => setTimeout(r, 100).unref())]);

@@ -125,7 +125,7 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
       const routes = new Map<string, [Middleware, Middleware]>();
       if (spec.rateLimit) {
         routes.set('GET /limited', [
-          pk.rateLimit(spec.rateLimit) as Middleware,
+          pk.rateLimit(spec.rateLimit),
           (ctx) => {
             ctx.body = { decision: ctx.state.rateLimit ?? null };
           },

@@ -33,9 +33,7 @@ describe.each([
 
   it('exposes the decision on ctx.state.rateLimit', async () => {
     const clock = manualClock(0);
-    const reply = await request(
-      app(rateLimit({ limit: 2, clock, timers: clock }) as Middleware, ok),
-    ).get('/');
+    const reply = await request(app(rateLimit({ limit: 2, clock, timers: clock }), ok)).get('/');
     expect(reply.body).toEqual({
       state: {
         allowed: true,
@@ -60,7 +58,7 @@ describe.each([
         state: ctx.state.rateLimit === decision,
       };
     });
-    const handler = app(rateLimit({ limit: 1, clock, timers: clock, onLimited }) as Middleware, ok);
+    const handler = app(rateLimit({ limit: 1, clock, timers: clock, onLimited }), ok);
     await request(handler).get('/').expect(200);
     const refused = await request(handler).get('/');
     expect(refused.status).toBe(503);
@@ -83,7 +81,7 @@ describe.each([
       rateLimit({
         key: (req) => see(req.ctx.state.user, 'k'),
         skip: (req) => see(req.path, false),
-      }) as Middleware,
+      }),
       authGuard({ verify: (req) => see(req.get('authorization'), 'ok') }),
       ok,
     );
@@ -110,7 +108,7 @@ describe.each([
 
   it("keys by the socket peer, never by Koa's ctx.ip (app.proxy ignored)", async () => {
     const a = new Koa({ proxy: true });
-    a.use(rateLimit({ limit: 5 }) as Middleware);
+    a.use(rateLimit({ limit: 5 }));
     a.use((ctx) => {
       ctx.body = { ip: ctx.ip, key: ctx.state.rateLimit.key };
     });

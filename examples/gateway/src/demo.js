@@ -1,0 +1,466 @@
+#!/usr/bin/env node
+// `npm run demo`: a guided tour of every limit, one line per step with what was sent and what came
+// back. By default it starts its own gateway in-process (gateway.json, a free port, the lockout
+// shortened to 3 s so the tour can show one ending); `--url` points it at a running gateway
+// instead. Exit code 0 when every step showed what it should, 1 otherwise (CI runs it).
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import {
+  authRateLimitedError,
+  methodRateLimitedError,
+  presets,
+  sessionRateLimitMessage,
+} from '@portcullis/core';
+import { connect } from './client.js';
+import { loadConfig } from './config.js';
+import { createGateway, SESSION_METHOD } from './gateway.js';
+import { createMemoryLogger } from './logger.js';
+import { DEFAULT_CONFIG } from './main.js';
+
+/** @import { GatewayConfig } from './config.js' */
+
+/** The lockout of the in-process gateway: short, so the tour can show one end. */
+export const DEMO_LOCKOUT_MS = 3_000;
+
+/** A step did not show what it should. */
+class Mismatch extends Error {}
+
+/**
+ * @param {boolean} condition
+ * @param {string} what what was expected, in words
+ * @param {unknown} [got]
+ * @returns {asserts condition}
+ */
+function expect(condition, what, got) {
+  if (!condition)
+    throw new Mismatch(`expected ${what}${got === undefined ? '' : `, got ${show(got)}`}`);
+}
+
+/** @param {unknown} value */
+function show(value) {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
+ * @typedef {object} StepResult
+ * @property {string} title
+ * @property {'pass' | 'fail' | 'skip'} outcome
+ * @property {string} line the printed line
+ */
+
+/**
+ * Runs the tour.
+ * @param {{
+ *   url?: string,
+ *   configPath?: string,
+ *   write?: (text: string) => void,
+ *   verbose?: boolean,
+ *   lockoutMs?: number,
+ * }} [options] `url`: a running gateway (`http://127.0.0.1:18789`); without it one is started
+ *   in-process from `configPath` (default gateway.json) with `lockoutMs` (default 3 s)
+ * @returns {Promise<{ ok: boolean, steps: StepResult[], elapsedMs: number }>}
+ */
+export async function runDemo(options = {}) {
+  const write = options.write ?? ((text) => process.stdout.write(text));
+  const started = performance.now();
+  const configPath = options.configPath ?? DEFAULT_CONFIG;
+  /** @type {GatewayConfig} */
+  const fileConfig = loadConfig(configPath);
+  const inProcess = options.url === undefined;
+  const logger = createMemoryLogger(
+    options.verbose ? { echo: (line) => write(`      log ${line}`) } : {},
+  );
+
+  /** @type {GatewayConfig} */
+  let config = fileConfig;
+  let gateway;
+  let httpUrl;
+  if (inProcess) {
+    config = structuredClone(fileConfig);
+    config.gateway.auth.rateLimit.lockoutMs = options.lockoutMs ?? DEMO_LOCKOUT_MS;
+    gateway = createGateway({ config, logger });
+    httpUrl = (await gateway.listen({ port: 0 })).url;
+  } else {
+    httpUrl = String(options.url).replace(/\/+$/, '').replace(/^ws/, 'http');
+  }
+  const wsUrl = `${httpUrl.replace(/^http/, 'ws')}/`;
+  const rl = config.gateway.auth.rateLimit;
+  const token = config.gateway.auth.token;
+  const max = rl.maxAttempts;
+  const run = randomBytes(3).toString('hex');
+  const evil = `http://evil-${run}.localhost:5173`;
+  const app = `http://app-${run}.localhost:3000`;
+  const deviceId = `demo-${run}`;
+
+  write(
+    `Portcullis demo — gateway ${wsUrl} (${inProcess ? `in-process from ${configPath}, lockout shortened to ${rl.lockoutMs / 1000} s` : 'running elsewhere'})\n`,
+  );
+
+  /** @type {StepResult[]} */
+  const steps = [];
+  const TOTAL = 11;
+
+  /**
+   * @param {string} title
+   * @param {() => Promise<string | { skip: string }>} fn resolves to "sent … → got …"
+   */
+  async function step(title, fn) {
+    const n = `${String(steps.length + 1).padStart(2)}/${TOTAL}`;
+    /** @type {StepResult} */
+    let result;
+    try {
+      const said = await fn();
+      result =
+        typeof said === 'string'
+          ? { title, outcome: 'pass', line: `${n} ✓ ${title}: ${said}` }
+          : { title, outcome: 'skip', line: `${n} - ${title}: skipped (${said.skip})` };
+    } catch (error) {
+      const why =
+        error instanceof Mismatch
+          ? error.message
+          : `error: ${/** @type {Error} */ (error).message}`;
+      result = { title, outcome: 'fail', line: `${n} ✗ ${title}: ${why}` };
+    }
+    steps.push(result);
+    write(`${result.line}\n`);
+  }
+
+  /** @type {import('./client.js').GatewayClient | undefined} */
+  let cli;
+  /** When the page's lockout ends (performance.now() time) and how long it lasts. */
+  let lockoutEndsAt = 0;
+  let lastLockoutMs = 0;
+
+  try {
+    await step('brute force from a browser page', async () => {
+      for (let i = 1; i <= max; i++) {
+        const r = await connect(wsUrl, {
+          origin: evil,
+          auth: { token: `wrong-${i}` },
+          id: `bf${i}`,
+        });
+        expect(
+          !r.frame.ok && r.frame.error?.details?.code === 'AUTH_INVALID' && r.close?.code === 1008,
+          `attempt ${i}: AUTH_INVALID and close 1008`,
+          r.frame,
+        );
+      }
+      const r = await connect(wsUrl, { origin: evil, auth: { token }, id: 'bf-right' });
+      const retryAfterMs = r.frame.error?.retryAfterMs;
+      const exact = {
+        type: 'res',
+        id: 'bf-right',
+        ok: false,
+        error: authRateLimitedError(retryAfterMs),
+      };
+      expect(
+        JSON.stringify(r.frame) === JSON.stringify(exact) &&
+          retryAfterMs > 0 &&
+          retryAfterMs <= rl.lockoutMs,
+        'the exact authRateLimitedError frame',
+        r.frame,
+      );
+      expect(r.close?.code === 1008, 'close 1008', r.close);
+      lastLockoutMs = retryAfterMs;
+      return `sent ${max} wrong tokens as a page (Origin ${evil}), then the right one → ${max} × AUTH_INVALID (close 1008), then ${show(r.frame)} + close ${r.close?.code}`;
+    });
+
+    await step('lockout logged', async () => {
+      if (!inProcess) return { skip: "the gateway's log is in its own output" };
+      const line = logger.lines.find((l) => {
+        const e = JSON.parse(l);
+        return (
+          e.level === 'warn' &&
+          e.code === 'AUTH_RATE_LIMITED' &&
+          e.scope === 'shared-secret' &&
+          e.key === `browser-origin:${evil}`
+        );
+      });
+      expect(
+        line !== undefined,
+        `a warn line with AUTH_RATE_LIMITED, scope and key browser-origin:${evil}`,
+      );
+      const { time: _, ...entry } = JSON.parse(line);
+      return `gateway log ← ${show(entry)}`;
+    });
+
+    await step('loopback CLI unaffected', async () => {
+      if (!rl.exemptLoopback) return { skip: 'gateway.auth.rateLimit.exemptLoopback is off' };
+      const tries = max + 2;
+      for (let i = 1; i <= tries; i++) {
+        const r = await connect(wsUrl, { auth: { token: `cli-typo-${i}` } });
+        expect(
+          !r.frame.ok && r.frame.error?.details?.code === 'AUTH_INVALID',
+          `attempt ${i}: AUTH_INVALID`,
+          r.frame,
+        );
+      }
+      const r = await connect(wsUrl, { auth: { token } });
+      expect(
+        r.frame.ok && r.frame.payload?.auth?.exempt === true,
+        'hello-ok with auth.exempt true',
+        r.frame,
+      );
+      r.client.close();
+      return `sent ${tries} wrong tokens from 127.0.0.1 without Origin (a direct-local CLI), then the right one → ${tries} × AUTH_INVALID, never locked; then hello-ok ${show(r.frame.payload.auth)}`;
+    });
+
+    await step('two browser origins, separate buckets', async () => {
+      const ok = await connect(wsUrl, { origin: app, auth: { token } });
+      expect(ok.frame.ok === true, `hello-ok for ${app}`, ok.frame);
+      ok.client.close();
+      const still = await connect(wsUrl, { origin: evil, auth: { token } });
+      expect(
+        still.frame.error?.details?.code === 'AUTH_RATE_LIMITED',
+        `${evil} still locked out`,
+        still.frame,
+      );
+      lastLockoutMs = still.frame.error.retryAfterMs;
+      lockoutEndsAt = performance.now() + lastLockoutMs;
+      return `right token from Origin ${app} → hello-ok; from ${evil} → still AUTH_RATE_LIMITED (retryAfterMs ${lastLockoutMs})`;
+    });
+
+    await step('credential classes are independent', async () => {
+      const password = config.gateway.auth.password;
+      if (password === undefined) return { skip: 'no gateway.auth.password configured' };
+      const r = await connect(wsUrl, { origin: evil, auth: { password } });
+      expect(
+        r.frame.ok === true && r.frame.payload?.auth?.scope === 'password',
+        'hello-ok in scope password',
+        r.frame,
+      );
+      r.client.close();
+      return `the locked-out page (${evil}) sends the password instead → hello-ok ${show(r.frame.payload.auth)}: its shared-secret lockout does not touch the password class`;
+    });
+
+    await step('webhook 429 with Retry-After', async () => {
+      const hookToken = config.hooks.token;
+      if (hookToken === undefined) throw new Mismatch('hooks.token to be configured');
+      const url = `${httpUrl}/hooks/demo-${run}`;
+      /** @param {string} t */
+      const post = (t) =>
+        fetch(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+          body: '{"event":"demo"}',
+        });
+      const first = await post(hookToken);
+      expect(first.status === 202, 'the right token → 202', first.status);
+      const limit = presets.webhookAuth.maxAttempts;
+      for (let i = 1; i < limit; i++) {
+        const r = await post(`bad-${i}`);
+        expect(r.status === 401, `wrong token ${i} → 401`, r.status);
+      }
+      const limited = await post('bad-last');
+      const body = await limited.text();
+      const retryAfter = limited.headers.get('retry-after');
+      expect(
+        limited.status === 429 &&
+          retryAfter === String(presets.webhookAuth.lockoutMs / 1000) &&
+          body === 'Too Many Requests' &&
+          (limited.headers.get('content-type') ?? '').startsWith('text/plain'),
+        `429 Retry-After: ${presets.webhookAuth.lockoutMs / 1000} "Too Many Requests" (text/plain)`,
+        `${limited.status} Retry-After: ${retryAfter} ${show(body)}`,
+      );
+      const again = await post(hookToken);
+      expect(again.status === 202, 'the right token still → 202 (and resets)', again.status);
+      return `POST ${url.slice(httpUrl.length)}: right token → 202 (resets), ${limit - 1} wrong → 401 each, wrong #${limit} → ${limited.status} Retry-After: ${retryAfter} "${body}"; right token again → ${again.status}`;
+    });
+
+    await step('config.patch × 31', async () => {
+      const r = await connect(wsUrl, { auth: { token }, device: { id: deviceId } });
+      expect(r.frame.ok === true, 'hello-ok', r.frame);
+      cli = r.client;
+      const { limit, windowMs } = presets.controlPlaneWrites;
+      for (let i = 1; i <= limit; i++) {
+        const res = await cli.request('config.patch', {
+          patch: { gateway: { name: `demo-${run}-${i}` } },
+        });
+        expect(res.ok === true, `config.patch ${i} → ok`, res);
+      }
+      const res = await cli.request('config.patch', {
+        patch: { gateway: { name: `demo-${run}-x` } },
+      });
+      const exact = methodRateLimitedError('config.patch', res.error?.retryAfterMs, {
+        limit,
+        windowMs,
+      });
+      expect(
+        !res.ok &&
+          JSON.stringify(res.error) === JSON.stringify(exact) &&
+          res.error.retryAfterMs <= windowMs,
+        'the exact UNAVAILABLE shape',
+        res,
+      );
+      const other = await cli.request('plugins.setEnabled', { id: 'voice-call', enabled: true });
+      expect(other.ok === true, 'plugins.setEnabled (its own bucket) → ok', other);
+      return `sent ${limit + 1} × config.patch {"patch":{"gateway":{"name":…}}} as device ${deviceId} → ${limit} × ok, then ${show(res.error)}; plugins.setEnabled (own bucket) → ok`;
+    });
+
+    await step('session-creation burst', async () => {
+      if (cli === undefined) throw new Mismatch('the connection from the previous step');
+      const { limit } = presets.sessionCreation;
+      let created = 0;
+      /** @type {import('./client.js').ResFrame | undefined} */
+      let refused;
+      for (let i = 1; i <= limit + 1 && refused === undefined; i++) {
+        const res = await cli.request(SESSION_METHOD, { sessionId: `s-${run}-${i}` });
+        if (res.ok) created += 1;
+        else refused = res;
+      }
+      expect(refused !== undefined, `a refusal within ${limit + 1} new sessions`);
+      const msg = refused.error?.message ?? '';
+      const n = /retry after (\d+)s\.$/.exec(msg)?.[1];
+      expect(
+        n !== undefined &&
+          msg === sessionRateLimitMessage(SESSION_METHOD, Number(n) * 1000) &&
+          refused.error.retryAfterMs === undefined &&
+          refused.error.details === undefined,
+        'the exact session-creation message, with no structured retry field',
+        refused.error,
+      );
+      if (inProcess) expect(created === limit, `${limit} sessions created first`, created);
+      const reopen = await cli.request(SESSION_METHOD, { sessionId: `s-${run}-1` });
+      expect(
+        reopen.ok === true && reopen.payload?.created === false,
+        're-opening a known id → ok, created false',
+        reopen,
+      );
+      return `sent ${created + 1} × ${SESSION_METHOD} with new ids → ${created} created, then ${show(refused.error)}; re-opening s-${run}-1 → ok ${show(reopen.payload)} (free)`;
+    });
+
+    await step('restart requests coalesce, then the cooldown', async () => {
+      if (cli === undefined) throw new Mismatch('the connection from a previous step');
+      const c = cli;
+      const delayMs = 250;
+      const ask = (/** @type {number} */ i) =>
+        c.request('gateway.restart.request', { delayMs, reason: `demo-${run}-${i}` });
+      const answers = [await ask(1), await ask(2), await ask(3)];
+      expect(
+        answers.every((a) => a.ok),
+        'three ok answers',
+        answers,
+      );
+      const [a1, a2, a3] = answers.map((a) => a.payload);
+      if (inProcess)
+        expect(
+          show(a1) === show({ coalesced: false, delayMs, cooldownMsApplied: 0 }),
+          `{"coalesced":false,"delayMs":${delayMs},"cooldownMsApplied":0}`,
+          a1,
+        );
+      expect(a2.coalesced === true && a3.coalesced === true, 'requests 2 and 3 coalesced', [
+        a2,
+        a3,
+      ]);
+      const event = await c.nextEvent('gateway.restarted', a1.delayMs + 5_000);
+      const reasons = event.payload.reasons;
+      expect(
+        [1, 2, 3].every((i) => reasons.includes(`demo-${run}-${i}`)),
+        'one restart carrying all three reasons',
+        event.payload,
+      );
+      const a4 = await ask(4);
+      expect(
+        a4.ok &&
+          a4.payload.cooldownMsApplied > 0 &&
+          a4.payload.delayMs >= a4.payload.cooldownMsApplied,
+        'a 4th request scheduled after the cooldown',
+        a4,
+      );
+      return `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice; one gateway.restarted event (restart #${event.payload.restarts}, ${reasons.length} reasons); a 4th → ${show(a4.payload)} (cooldown)`;
+    });
+
+    await step('status page data', async () => {
+      const res = await fetch(`${httpUrl}/status.json`);
+      expect(res.status === 200, '/status.json → 200', res.status);
+      const s = /** @type {any} */ (await res.json());
+      /** @param {string} name */
+      const lim = (name) =>
+        s.lockouts.find((/** @type {{ limiter: string }} */ l) => l.limiter === name);
+      const browser = lim('auth-browser')?.active.find(
+        (/** @type {{ key: string }} */ a) => a.key === `browser-origin:${evil}`,
+      );
+      expect(
+        browser !== undefined,
+        `an auth-browser lockout for browser-origin:${evil}`,
+        s.lockouts,
+      );
+      const hook = s.refused.find(
+        (/** @type {{ limiter: string, event: string, key: string }} */ e) =>
+          e.limiter === 'webhook' && e.event === 'lockout' && e.key === '127.0.0.1',
+      );
+      expect(
+        hook !== undefined,
+        'the webhook lockout of 127.0.0.1 among the refused decisions',
+        s.refused,
+      );
+      const blockedKey = `config.patch|${deviceId}|127.0.0.1`;
+      const quota = s.quotas[0]?.blocked.find(
+        (/** @type {{ key: string }} */ b) => b.key === blockedKey,
+      );
+      expect(quota !== undefined, `a blocked control-plane bucket ${blockedKey}`, s.quotas);
+      return `GET /status.json → lockouts auth-browser ${browser.key} (${browser.untilMs} ms left), webhook lockout of 127.0.0.1 in the refused list; blocked ${blockedKey}; ${s.refused.length} refused decisions listed; live at ${httpUrl}/status`;
+    });
+
+    await step('a lockout ends', async () => {
+      if (lastLockoutMs > 10_000)
+        return { skip: `this gateway's lockout lasts ${Math.ceil(lastLockoutMs / 1000)} s` };
+      const waitMs = Math.max(0, Math.ceil(lockoutEndsAt - performance.now()) + 50);
+      await sleep(waitMs);
+      const r = await connect(wsUrl, { origin: evil, auth: { token } });
+      expect(r.frame.ok === true, `hello-ok for ${evil} once its lockout is over`, r.frame);
+      r.client.close();
+      return `waited ${waitMs} ms more for the ${lastLockoutMs} ms lockout to end, right token from ${evil} → hello-ok`;
+    });
+  } finally {
+    cli?.close();
+    await gateway?.close();
+  }
+
+  const failed = steps.filter((s) => s.outcome === 'fail').length;
+  const skipped = steps.filter((s) => s.outcome === 'skip').length;
+  const elapsedMs = Math.round(performance.now() - started);
+  write(
+    `${failed === 0 ? 'demo passed' : 'demo FAILED'}: ${steps.length - failed - skipped} passed, ${failed} failed, ${skipped} skipped in ${(elapsedMs / 1000).toFixed(1)} s\n`,
+  );
+  return { ok: failed === 0, steps, elapsedMs };
+}
+
+async function main() {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: process.argv.slice(2),
+      options: {
+        url: { type: 'string' },
+        config: { type: 'string' },
+        verbose: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    process.stderr.write(`demo: ${/** @type {Error} */ (error).message}\n`);
+    process.exit(2);
+  }
+  if (values.help) {
+    process.stdout.write(
+      'usage: npm run demo -- [--url http://127.0.0.1:18789] [--config path] [--verbose]\n' +
+        '  without --url the demo starts its own gateway in-process (lockout shortened to 3 s)\n',
+    );
+    return;
+  }
+  const result = await runDemo({
+    ...(values.url !== undefined && { url: values.url }),
+    ...(values.config !== undefined && { configPath: resolve(values.config) }),
+    verbose: values.verbose === true,
+  });
+  process.exitCode = result.ok ? 0 : 1;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main();
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// `npm start`: the reference gateway on 127.0.0.1, configured from gateway.json beside this folder
+// (or --config), with in-memory limits. Prints what it serves, the limits in force and how to try
+// them; then logs one JSON line per event on stdout.
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
+import { createGateway, describeLimits } from './gateway.js';
+
+/** The committed demo config. */
+export const DEFAULT_CONFIG = fileURLToPath(new URL('../gateway.json', import.meta.url));
+
+const USAGE = `usage: npm start -- [--port <n>] [--config <path>]
+
+  --port <n>       listen on this port (0 = any free port); default: gateway.port, else 18789
+  --config <path>  JSON config; default: examples/gateway/gateway.json
+  --help           this text
+`;
+
+/**
+ * Reads the command line.
+ * @param {string[]} argv
+ * @returns {{ port?: number, configPath: string, help: boolean }}
+ */
+export function parseCommandLine(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      config: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  let port;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port > 65_535)
+      throw new Error(`--port must be an integer from 0 to 65535, got ${values.port}`);
+  }
+  return {
+    ...(port !== undefined && { port }),
+    configPath: values.config === undefined ? DEFAULT_CONFIG : resolve(values.config),
+    help: values.help === true,
+  };
+}
+
+/**
+ * The start banner.
+ * @param {import('./config.js').GatewayConfig} config
+ * @param {{ url: string, wsUrl: string }} address
+ * @param {string} configPath
+ */
+export function banner(config, address, configPath) {
+  const demo = configPath === DEFAULT_CONFIG;
+  const token = demo ? config.gateway.auth.token : '<gateway.auth.token>';
+  const hookToken = demo ? config.hooks.token : '<hooks.token>';
+  const connect = JSON.stringify({
+    type: 'req',
+    id: '1',
+    method: 'connect',
+    params: { auth: { token } },
+  });
+  const rows = describeLimits(config).map(([name, what]) => `  ${name.padEnd(17)} ${what}`);
+  return [
+    `Portcullis gateway "${config.gateway.name}" listening on ${address.url} (in-memory limits)`,
+    `  config           ${configPath}`,
+    `  WebSocket        ${address.wsUrl}  (first frame: connect; then {"type":"req","id","method","params"})`,
+    `  webhooks         POST ${address.url}/hooks/<name>  (Authorization: Bearer <hooks.token> or x-portcullis-token)`,
+    `  status           ${address.url}/status  (also /status.json and /status/events; no auth from loopback only)`,
+    'limits in force',
+    ...rows,
+    'try it',
+    demo
+      ? `  token ${token}   password ${config.gateway.auth.password ?? '(none)'}   hooks token ${hookToken}`
+      : `  credentials: the ones in ${configPath}`,
+    `  npx wscat -c ${address.wsUrl}   then send ${connect}`,
+    `  curl -i -X POST ${address.url}/hooks/demo -H 'Authorization: Bearer ${hookToken}' -d '{}'`,
+    '  npm run demo     (walks through every limit in a few seconds)',
+    '',
+  ].join('\n');
+}
+
+async function main() {
+  let args;
+  try {
+    args = parseCommandLine(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`gateway: ${/** @type {Error} */ (error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  let config;
+  try {
+    config = loadConfig(args.configPath);
+  } catch (error) {
+    const e = /** @type {Error & { code?: string }} */ (error);
+    const code = e.code === undefined ? '' : ` [${e.code}]`;
+    process.stderr.write(`gateway: invalid config ${args.configPath}: ${e.message}${code}\n`);
+    process.exit(1);
+  }
+  const gateway = createGateway({ config, configPath: args.configPath });
+  let address;
+  try {
+    address = await gateway.listen(args.port === undefined ? {} : { port: args.port });
+  } catch (error) {
+    process.stderr.write(`gateway: cannot listen: ${/** @type {Error} */ (error).message}\n`);
+    await gateway.close();
+    process.exit(1);
+  }
+  process.stdout.write(banner(config, address, args.configPath));
+  gateway.logger.info({ event: 'listening', ...address }, `gateway listening on ${address.url}`);
+  const stop = () => {
+    gateway.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main();
+}

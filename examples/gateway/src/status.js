@@ -1,0 +1,214 @@
+// The status board behind /status, /status.json and /status/events: active lockouts per limiter
+// with time left (MemoryStore#protectedKeys), buckets in use against their caps, and the last 50
+// refused decisions, collected from core's diagnostics channels and from the gateway's own refusals.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+
+/** @import { Clock, MemoryStore, PortcullisEvent, Timers } from '@portcullis/core' */
+/** @import { ServerResponse } from 'node:http' */
+
+/** How many refused decisions the board remembers. */
+export const REFUSED_CAPACITY = 50;
+
+/** Most rows of one table in a snapshot (counts stay exact). */
+const MAX_ROWS = 100;
+
+/** How often connected pages get a fresh snapshot even when nothing happened (time left moves). */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * @typedef {object} RefusedEntry
+ * @property {number} seq increasing number
+ * @property {number} at clock time (ms)
+ * @property {string} event `lockout` (a lockout started), `limited`, `overflow` (from core's
+ *   channels) or `refused` (the gateway turned a request away during a lockout or limit)
+ * @property {string} limiter the limiter's name
+ * @property {string} [scope] the credential class, for failure limiters
+ * @property {string} key the bucket key (client IP, `browser-origin:…`, `method|device|ip`)
+ * @property {string} reason the decision's reason
+ * @property {number} retryAfterMs how long the client was told to wait
+ * @property {string} [detail] what was refused, in words
+ */
+
+/**
+ * @typedef {object} FailureBoardLimiter
+ * @property {string} name
+ * @property {string} title
+ * @property {string} rule
+ * @property {MemoryStore} store
+ */
+
+/**
+ * @typedef {object} WindowBoardLimiter
+ * @property {string} name
+ * @property {string} title
+ * @property {string} rule
+ * @property {MemoryStore} store
+ */
+
+/** Channels the board listens to (core publishes refusals there). */
+const CHANNELS = /** @type {const} */ ([
+  ['portcullis:lockout', 'lockout'],
+  ['portcullis:limited', 'limited'],
+  ['portcullis:overflow', 'overflow'],
+]);
+
+/**
+ * Milliseconds in words: `300 s`, `1.5 s`, `250 ms`.
+ * @param {number} ms
+ */
+export function formatMs(ms) {
+  if (ms >= 1000 && ms % 1000 === 0) return `${ms / 1000} s`;
+  if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${ms} ms`;
+}
+
+/**
+ * Creates the status board.
+ * @param {{
+ *   clock: Clock,
+ *   timers: Timers,
+ *   failureLimiters: FailureBoardLimiter[],
+ *   windowLimiters: WindowBoardLimiter[],
+ *   extra: () => Record<string, unknown>,
+ * }} options `extra` adds the gateway's own sections (sessions, restart, connections)
+ */
+export function createStatusBoard(options) {
+  const { clock, timers, failureLimiters, windowLimiters, extra } = options;
+  const names = new Set([...failureLimiters, ...windowLimiters].map((l) => l.name));
+  /** @type {RefusedEntry[]} */
+  let refused = [];
+  let seq = 0;
+  /** @type {Set<ServerResponse>} */
+  const streams = new Set();
+  let pushQueued = false;
+  /** @type {unknown} */
+  let heartbeat;
+  let closed = false;
+
+  /** @param {Omit<RefusedEntry, 'seq' | 'at'>} entry */
+  function record(entry) {
+    refused.push({ seq: ++seq, at: clock.now(), ...entry });
+    if (refused.length > REFUSED_CAPACITY) refused = refused.slice(-REFUSED_CAPACITY);
+    changed();
+  }
+
+  /** @type {Array<[string, (message: unknown) => void]>} */
+  const listeners = CHANNELS.map(([channel, event]) => {
+    /** @param {unknown} message */
+    const onMessage = (message) => {
+      const m = /** @type {PortcullisEvent} */ (message);
+      // The channels are process-wide: keep only this gateway's limiters.
+      if (!names.has(m.limiter)) return;
+      record({
+        event,
+        limiter: m.limiter,
+        ...(m.scope !== undefined && { scope: m.scope }),
+        key: m.decision.key,
+        reason: m.decision.reason,
+        retryAfterMs: m.decision.retryAfterMs,
+      });
+    };
+    subscribe(channel, onMessage);
+    return [channel, onMessage];
+  });
+
+  /**
+   * @param {MemoryStore} store
+   * @returns {{ key: string, untilMs: number }[]}
+   */
+  function protectedOf(store) {
+    const out = [];
+    for (const p of store.protectedKeys()) out.push({ key: p.key, untilMs: p.untilMs });
+    out.sort((a, b) => b.untilMs - a.untilMs || (a.key < b.key ? -1 : 1));
+    return out;
+  }
+
+  function snapshot() {
+    const lockouts = failureLimiters.map((l) => {
+      const active = protectedOf(l.store).map(({ key, untilMs }) => {
+        // A failure limiter with its own store keys `scope:subject`.
+        const colon = key.indexOf(':');
+        return { scope: key.slice(0, colon), key: key.slice(colon + 1), untilMs };
+      });
+      return {
+        limiter: l.name,
+        title: l.title,
+        rule: l.rule,
+        size: l.store.size(),
+        maxEntries: l.store.maxEntries,
+        activeCount: active.length,
+        active: active.slice(0, MAX_ROWS),
+      };
+    });
+    const quotas = windowLimiters.map((l) => {
+      const blocked = protectedOf(l.store);
+      return {
+        limiter: l.name,
+        title: l.title,
+        rule: l.rule,
+        size: l.store.size(),
+        maxEntries: l.store.maxEntries,
+        blockedCount: blocked.length,
+        blocked: blocked.slice(0, MAX_ROWS),
+      };
+    });
+    return {
+      now: clock.now(),
+      ...extra(),
+      lockouts,
+      quotas,
+      refused: [...refused].reverse(),
+    };
+  }
+
+  function push() {
+    if (streams.size === 0) return;
+    const data = `data: ${JSON.stringify(snapshot())}\n\n`;
+    for (const res of streams) res.write(data);
+  }
+
+  /** Something changed: push a snapshot to open pages, once per burst. */
+  function changed() {
+    if (pushQueued || streams.size === 0 || closed) return;
+    pushQueued = true;
+    setImmediate(() => {
+      pushQueued = false;
+      if (!closed) push();
+    });
+  }
+
+  function beat() {
+    heartbeat = undefined;
+    if (closed || streams.size === 0) return;
+    push();
+    heartbeat = timers.setTimeout(beat, HEARTBEAT_MS);
+  }
+
+  /**
+   * Serves `/status/events`: a Server-Sent Events stream, one snapshot per change and per second.
+   * @param {ServerResponse} res
+   */
+  function stream(res) {
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Content-Type-Options': 'nosniff',
+    });
+    res.write(`retry: 1000\ndata: ${JSON.stringify(snapshot())}\n\n`);
+    streams.add(res);
+    res.on('close', () => streams.delete(res));
+    if (heartbeat === undefined) heartbeat = timers.setTimeout(beat, HEARTBEAT_MS);
+  }
+
+  function close() {
+    closed = true;
+    for (const [channel, onMessage] of listeners) unsubscribe(channel, onMessage);
+    if (heartbeat !== undefined) timers.clearTimeout(heartbeat);
+    heartbeat = undefined;
+    for (const res of streams) res.end();
+    streams.clear();
+  }
+
+  return { record, snapshot, changed, stream, close, streams: () => streams.size };
+}

@@ -85,4 +85,16 @@ export {
   type RequestGateOptions,
   type RequestResult,
 } from './http/request-gate.js';
-export { type OptionCheck, parseOptions } from './options.js';
+export {
+  boolean as booleanOption,
+  either as eitherOption,
+  func as functionOption,
+  integer as integerOption,
+  nonEmptyString as nonEmptyStringOption,
+  type OptionCheck,
+  type OptionSpec,
+  oneOf as oneOfOption,
+  parseOptions,
+  required as requiredOption,
+  withMethods as methodsOption,
+} from './options.js';

@@ -1,10 +1,10 @@
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
-import { PortcullisConfigError } from './errors.js';
 import { channels, type Logger, publishDecision } from './events.js';
 import { ipKey, parseIp, parsedIsLoopback } from './ip.js';
 import { boundedKey } from './keys.js';
-import { MemoryStore } from './memory-store.js';
+import { limiterStore } from './limiter-store.js';
+import type { MemoryStore } from './memory-store.js';
 import {
   boolean,
   either,
@@ -136,13 +136,6 @@ export function createFailureLimiter(
 export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter;
 export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter {
   const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
-  if (o.store !== undefined && o.maxEntries !== undefined) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_MAX_ENTRIES',
-      'maxEntries',
-      'createFailureLimiter: maxEntries sizes the built-in store; set it on the store you pass instead',
-    );
-  }
   const config = {
     maxAttempts: o.maxAttempts ?? 10,
     windowMs: o.windowMs ?? 60_000,
@@ -157,16 +150,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     windowMs: config.windowMs,
     lockoutMs: config.lockoutMs,
   };
-  const ownStore = o.store === undefined;
-  const store: Store =
-    o.store ??
-    new MemoryStore({
-      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-      ...(o.clock !== undefined && { clock: o.clock }),
-      ...(o.timers !== undefined && { timers: o.timers }),
-    });
   // A private store needs no namespace; a shared one gets the limiter's name in every key.
-  const namespace = ownStore ? '' : `${config.name}:`;
+  const { store, own: ownStore, namespace } = limiterStore(o, config.name, 'createFailureLimiter');
   const logger = o.logger;
 
   function subjectOf(subject: Subject): ResolvedSubject {

@@ -1,8 +1,8 @@
 import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.js';
 import { asDryRun, type Decision, withKey } from './decision.js';
-import { PortcullisConfigError } from './errors.js';
 import { type Logger, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
+import { limiterStore } from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
 import { boolean, integer, nonEmptyString, oneOf, parseOptions, withMethods } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
@@ -89,13 +89,6 @@ export function createWindowLimiter(
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter;
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter {
   const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
-  if (o.store !== undefined && o.maxEntries !== undefined) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_MAX_ENTRIES',
-      'maxEntries',
-      'createWindowLimiter: maxEntries sizes the built-in store; set it on the store you pass instead',
-    );
-  }
   const rule: WindowRule = Object.freeze({
     algorithm: o.algorithm ?? 'fixed-window',
     limit: o.limit ?? 60,
@@ -103,15 +96,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
   });
   const name = o.name ?? 'default';
   const dryRun = o.dryRun ?? false;
-  const ownStore = o.store === undefined;
-  const store: Store =
-    o.store ??
-    new MemoryStore({
-      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-      ...(o.clock !== undefined && { clock: o.clock }),
-      ...(o.timers !== undefined && { timers: o.timers }),
-    });
-  const namespace = ownStore ? '' : `${name}:`;
+  const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
 
   function finish(key: string, d: Decision): Decision {
     const out = namespace === '' ? d : withKey(d, key);

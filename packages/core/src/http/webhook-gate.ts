@@ -95,7 +95,6 @@ export function createWebhookGate<Req>(
     const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
     if (checkOutcome(outcome) === 'ok')
       return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
-    checkOutcome(outcome);
     return mapMaybe(limiter.recordFailure(subject), afterFailure);
   }
 

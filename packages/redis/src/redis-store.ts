@@ -209,6 +209,7 @@ export class RedisStore implements Store {
     return this.#down;
   }
 
+  /** Spends `cost` units of `key` under `rule` in one script call; a refused call spends nothing. */
   consume(key: string, rule: WindowRule, cost: number): Promise<Decision> {
     if (!this.#available())
       return Promise.resolve(this.#windowFallback(key, rule, cost, undefined));
@@ -226,6 +227,7 @@ export class RedisStore implements Store {
     );
   }
 
+  /** What `consume(key, rule, 1)` would answer, changing nothing. */
   peek(key: string, rule: WindowRule): Promise<Decision> {
     if (!this.#available()) return Promise.resolve(this.#windowFallback(key, rule, 0, undefined));
     const args = this.#args(
@@ -241,14 +243,20 @@ export class RedisStore implements Store {
     );
   }
 
+  /** The failure state of `key` (locked or not), counting nothing. */
   checkFailures(key: string, rule: FailureRule): Promise<Decision> {
     return this.#failure(key, rule, 'k');
   }
 
+  /** Counts one failure; the decision after counting (`lockoutStarted` on the one that locks). */
   recordFailure(key: string, rule: FailureRule): Promise<FailureDecision> {
     return this.#failure(key, rule, 'r');
   }
 
+  /**
+   * Forgets `key` (one `DEL`, and the fallback's copy). While Redis fails only the fallback's copy
+   * goes; the Redis key keeps its state until its TTL.
+   */
   delete(key: string): Promise<void> {
     this.#local.delete(key);
     if (!this.#available()) return Promise.resolve();

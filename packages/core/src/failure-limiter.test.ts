@@ -231,7 +231,7 @@ describe('createFailureLimiter (gateway defaults: 10 / 60 s → 300 s)', () => {
       [{ ipv6Subnet: true }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
       [{ maxEntries: 0 }, 'ERR_PORTCULLIS_MAX_ENTRIES'],
       [{ store: {} }, 'ERR_PORTCULLIS_STORE'],
-      [{ clock: Date }, 'ERR_PORTCULLIS_CLOCK'],
+      [{ clock: () => 0 }, 'ERR_PORTCULLIS_CLOCK'],
       [{ logger: console.log }, 'ERR_PORTCULLIS_LOGGER'],
       [{ maxAttemps: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
       [{ store: new MemoryStore(), maxEntries: 5 }, 'ERR_PORTCULLIS_MAX_ENTRIES'],

@@ -95,7 +95,8 @@ export function oneOf<T extends string | number | boolean>(values: readonly T[])
 export function withMethods<T>(...methods: string[]): OptionCheck<T> {
   const expected = `an object with ${methods.map((m) => `${m}()`).join(', ')}`;
   return (value, fail) => {
-    if (value === null || typeof value !== 'object') return fail(expected);
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function'))
+      return fail(expected);
     for (const m of methods)
       if (typeof (value as Record<string, unknown>)[m] !== 'function') return fail(expected);
     return value as T;

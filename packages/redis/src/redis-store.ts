@@ -4,18 +4,23 @@ import {
   type Decision,
   type FailureDecision,
   type FailureRule,
+  functionOption,
+  integerOption,
   type Logger,
   MemoryStore,
   type MemoryStoreOptions,
+  methodsOption,
+  oneOfOption,
   PortcullisConfigError,
   parseOptions,
+  requiredOption,
   type Store,
   systemClock,
   systemTimers,
   type Timers,
   type WindowRule,
 } from '@portcullis/core';
-import { func, integer, missing, oneOf, plainObject, string, withMethods } from './options.js';
+import { plainObject, string } from './options.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 
 /**
@@ -74,15 +79,15 @@ export interface RedisStoreOptions {
 const WHERE = 'RedisStore';
 
 const spec = {
-  sendCommand: func<SendCommand>(),
+  sendCommand: functionOption,
   prefix: string,
-  onError: oneOf<OnError>(['fallback', 'open', 'closed']),
-  timeoutMs: integer(1, 2_147_483_647),
-  probeIntervalMs: integer(1, 2_147_483_647),
+  onError: oneOfOption<OnError>(['fallback', 'open', 'closed']),
+  timeoutMs: integerOption(1, 2_147_483_647),
+  probeIntervalMs: integerOption(1, 2_147_483_647),
   fallback: plainObject<MemoryStoreOptions>(),
-  logger: withMethods<Logger>('warn', 'error'),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  logger: methodsOption<Logger>('warn', 'error'),
+  clock: methodsOption<Clock>('now'),
+  timers: methodsOption<Timers>('setTimeout', 'clearTimeout'),
 };
 
 /** The error a decision gets when Redis did not answer within `timeoutMs`. */
@@ -166,8 +171,7 @@ export class RedisStore implements Store {
    */
   constructor(options: RedisStoreOptions) {
     const o = parseOptions(options, spec, WHERE);
-    this.#send =
-      o.sendCommand ?? missing('sendCommand', 'ERR_PORTCULLIS_SEND_COMMAND', 'a function', WHERE);
+    this.#send = requiredOption(o.sendCommand, 'sendCommand', 'a function', WHERE) as SendCommand;
     this.#prefix = o.prefix ?? 'portcullis:';
     this.#policy = o.onError ?? 'fallback';
     this.#timeoutMs = o.timeoutMs ?? 1000;

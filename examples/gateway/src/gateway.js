@@ -814,6 +814,7 @@ export function createGateway(options) {
           board.record({
             event: 'refused',
             limiter: 'webhook',
+            scope: 'default',
             key: d.key,
             reason: d.reason,
             retryAfterMs: d.retryAfterMs,

@@ -83,17 +83,30 @@ export function banner(config, address, configPath) {
   ].join('\n');
 }
 
-async function main() {
+/**
+ * Starts the gateway as `npm start` does. Returns the exit code to use when it could not start
+ * (2: bad flags, 1: invalid config or port in use), or the running gateway.
+ * @param {string[]} argv the arguments after the script
+ * @param {{
+ *   stdout?: (text: string) => void,
+ *   stderr?: (text: string) => void,
+ *   logger?: import('./logger.js').JsonLogger,
+ * }} [io] where text and logs go (default: the process's stdout and stderr, JSON logs on stdout)
+ * @returns {Promise<{ code: number, gateway?: import('./gateway.js').Gateway }>}
+ */
+export async function start(argv, io = {}) {
+  const stdout = io.stdout ?? ((text) => process.stdout.write(text));
+  const stderr = io.stderr ?? ((text) => process.stderr.write(text));
   let args;
   try {
-    args = parseCommandLine(process.argv.slice(2));
+    args = parseCommandLine(argv);
   } catch (error) {
-    process.stderr.write(`gateway: ${/** @type {Error} */ (error).message}\n\n${USAGE}`);
-    process.exit(2);
+    stderr(`gateway: ${/** @type {Error} */ (error).message}\n\n${USAGE}`);
+    return { code: 2 };
   }
   if (args.help) {
-    process.stdout.write(USAGE);
-    return;
+    stdout(USAGE);
+    return { code: 0 };
   }
   let config;
   try {
@@ -101,27 +114,36 @@ async function main() {
   } catch (error) {
     const e = /** @type {Error & { code?: string }} */ (error);
     const code = e.code === undefined ? '' : ` [${e.code}]`;
-    process.stderr.write(`gateway: invalid config ${args.configPath}: ${e.message}${code}\n`);
-    process.exit(1);
+    stderr(`gateway: invalid config ${args.configPath}: ${e.message}${code}\n`);
+    return { code: 1 };
   }
-  const gateway = createGateway({ config, configPath: args.configPath });
+  const gateway = createGateway({
+    config,
+    configPath: args.configPath,
+    ...(io.logger !== undefined && { logger: io.logger }),
+  });
   let address;
   try {
     address = await gateway.listen(args.port === undefined ? {} : { port: args.port });
   } catch (error) {
-    process.stderr.write(`gateway: cannot listen: ${/** @type {Error} */ (error).message}\n`);
+    stderr(`gateway: cannot listen: ${/** @type {Error} */ (error).message}\n`);
     await gateway.close();
-    process.exit(1);
+    return { code: 1 };
   }
-  process.stdout.write(banner(config, address, args.configPath));
+  stdout(banner(config, address, args.configPath));
   gateway.logger.info({ event: 'listening', ...address }, `gateway listening on ${address.url}`);
-  const stop = () => {
-    gateway.close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  return { code: 0, gateway };
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await main();
+  const { code, gateway } = await start(process.argv.slice(2));
+  if (gateway === undefined) {
+    process.exitCode = code;
+  } else {
+    const stop = () => {
+      gateway.close().then(() => process.exit(0));
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  }
 }

@@ -64,12 +64,13 @@ export function formatMs(ms) {
 
 /**
  * Creates the status board.
+ * @template {Record<string, unknown>} Extra
  * @param {{
  *   clock: Clock,
  *   timers: Timers,
  *   failureLimiters: FailureBoardLimiter[],
  *   windowLimiters: WindowBoardLimiter[],
- *   extra: () => Record<string, unknown>,
+ *   extra: () => Extra,
  * }} options `extra` adds the gateway's own sections (sessions, restart, connections)
  */
 export function createStatusBoard(options) {

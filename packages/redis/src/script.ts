@@ -207,15 +207,16 @@ if raw then
   if n ~= floor(n) or n < 0 then
     redis.call('DEL', key)
   else
-    local f = { sunpack('>c1dd' .. string.rep('d', n), raw) }
-    if now < f[2] then
-      lockedUntil = f[3]
+    local _, exp, locked = sunpack('>c1dd', raw)
+    if now < exp then
+      lockedUntil = locked
       if lockedUntil ~= 0 then
         if now >= lockedUntil then lockedUntil = 0 end
       else
-        -- A failure exactly windowMs old has expired.
-        for i = 4, n + 3 do
-          if f[i] + w > now then log[#log + 1] = f[i] end
+        -- A failure exactly windowMs old has expired. (One unpack per time: no stack limit on n.)
+        for i = 0, n - 1 do
+          local t = sunpack('>d', raw, 18 + 8 * i)
+          if t + w > now then log[#log + 1] = t end
         end
       end
     end
@@ -234,7 +235,9 @@ if op == 'r' then
     save(spack('>c1dd', 'L', lockedUntil, lockedUntil), lockedUntil)
     return { 0, 0, lockoutMs, lockoutMs, 1 }
   end
-  save(spack('>c1dd' .. string.rep('d', #log), 'L', now + w, 0, unpack(log)), now + w)
+  local parts = { spack('>c1dd', 'L', now + w, 0) }
+  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
+  save(table.concat(parts), now + w)
 elseif #log == 0 then
   return { 1, maxAttempts, 0, 0, 0 }
 end

@@ -233,7 +233,8 @@ export class RedisStore implements Store {
 
   /** What `consume(key, rule, 1)` would answer, changing nothing. */
   peek(key: string, rule: WindowRule): Promise<Decision> {
-    if (!this.#available()) return Promise.resolve(this.#windowFallback(key, rule, 0, undefined));
+    if (!this.#available())
+      return Promise.resolve(this.#windowFallback(key, rule, undefined, undefined));
     const args = this.#args(
       key,
       'p',
@@ -243,7 +244,7 @@ export class RedisStore implements Store {
     );
     return this.#script(args).then(
       (reply) => this.#decision(reply, rule.limit, key, 'limited'),
-      (error: unknown) => this.#windowFallback(key, rule, 0, error),
+      (error: unknown) => this.#windowFallback(key, rule, undefined, error),
     );
   }
 
@@ -413,11 +414,18 @@ export class RedisStore implements Store {
     return Number(reply[4]) === 1 ? { ...d, lockoutStarted: true } : d;
   }
 
-  #windowFallback(key: string, rule: WindowRule, cost: number, error: unknown): Decision {
+  /** `cost` undefined: a peek. */
+  #windowFallback(
+    key: string,
+    rule: WindowRule,
+    cost: number | undefined,
+    error: unknown,
+  ): Decision {
     if (error !== undefined) this.#fail(error);
     let d: Decision;
     if (this.#policy === 'fallback') {
-      const local = cost === 0 ? this.#local.peek(key, rule) : this.#local.consume(key, rule, cost);
+      const local =
+        cost === undefined ? this.#local.peek(key, rule) : this.#local.consume(key, rule, cost);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
       d = this.#storeError(key, rule.limit);

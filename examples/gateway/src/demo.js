@@ -302,14 +302,27 @@ export async function runDemo(options = {}) {
 
     await step('session-creation burst', async () => {
       if (cli === undefined) throw new Mismatch('the connection from the previous step');
+      const c = cli;
       const { limit } = presets.sessionCreation;
       let created = 0;
+      let next = 1;
       /** @type {import('./client.js').ResFrame | undefined} */
       let refused;
-      for (let i = 1; i <= limit + 1 && refused === undefined; i++) {
-        const res = await cli.request(SESSION_METHOD, { sessionId: `s-${run}-${i}` });
-        if (res.ok) created += 1;
-        else refused = res;
+      const burst = async () => {
+        for (let i = 0; i <= limit && refused === undefined; i++) {
+          const res = await c.request(SESSION_METHOD, { sessionId: `s-${run}-${next++}` });
+          if (res.ok) created += 1;
+          else refused = res;
+        }
+      };
+      await burst();
+      if (!inProcess && created === 0 && refused !== undefined) {
+        // A running gateway whose window an earlier burst spent: wait for it, then burst again.
+        const wait = Number(/retry after (\d+)s\.$/.exec(refused.error?.message ?? '')?.[1] ?? 10);
+        await sleep(wait * 1000 + 50);
+        refused = undefined;
+        next = 1;
+        await burst();
       }
       expect(refused !== undefined, `a refusal within ${limit + 1} new sessions`);
       const msg = refused.error?.message ?? '';
@@ -323,7 +336,7 @@ export async function runDemo(options = {}) {
         refused.error,
       );
       if (inProcess) expect(created === limit, `${limit} sessions created first`, created);
-      const reopen = await cli.request(SESSION_METHOD, { sessionId: `s-${run}-1` });
+      const reopen = await c.request(SESSION_METHOD, { sessionId: `s-${run}-1` });
       expect(
         reopen.ok === true && reopen.payload?.created === false,
         're-opening a known id → ok, created false',
@@ -355,6 +368,11 @@ export async function runDemo(options = {}) {
         a2,
         a3,
       ]);
+      if (!inProcess && a1.delayMs > 5_000) {
+        // An earlier restart's cooldown is in force: that is the limit; do not wait it out.
+        expect(a1.coalesced || a1.cooldownMsApplied > 0, 'the cooldown applied', a1);
+        return `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice: one restart, due after the cooldown of an earlier restart (not waited for)`;
+      }
       const event = await c.nextEvent('gateway.restarted', a1.delayMs + 5_000);
       const reasons = event.payload.reasons;
       expect(

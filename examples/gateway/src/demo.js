@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo`: a guided tour of every limit, one line per step with what was sent and what came
 // back. By default it starts its own gateway in-process (gateway.json, a free port, the lockout
-// shortened to 3 s so the tour can show one ending); `--url` points it at a running gateway
+// shortened to 5 s so the tour can show one ending); `--url` points it at a running gateway
 // instead. Exit code 0 when every step showed what it should, 1 otherwise (CI runs it).
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -23,7 +23,7 @@ import { DEFAULT_CONFIG } from './main.js';
 /** @import { GatewayConfig } from './config.js' */
 
 /** The lockout of the in-process gateway: short, so the tour can show one end. */
-export const DEMO_LOCKOUT_MS = 3_000;
+export const DEMO_LOCKOUT_MS = 5_000;
 
 /** A step did not show what it should. */
 class Mismatch extends Error {}
@@ -60,7 +60,7 @@ function show(value) {
  *   verbose?: boolean,
  *   lockoutMs?: number,
  * }} [options] `url`: a running gateway (`http://127.0.0.1:18789`); without it one is started
- *   in-process from `configPath` (default gateway.json) with `lockoutMs` (default 3 s)
+ *   in-process from `configPath` (default gateway.json) with `lockoutMs` (default 5 s)
  * @returns {Promise<{ ok: boolean, steps: StepResult[], elapsedMs: number }>}
  */
 export async function runDemo(options = {}) {
@@ -401,10 +401,16 @@ export async function runDemo(options = {}) {
       const browser = lim('auth-browser')?.active.find(
         (/** @type {{ key: string }} */ a) => a.key === `browser-origin:${evil}`,
       );
+      const started = s.refused.find(
+        (/** @type {{ limiter: string, event: string, key: string }} */ e) =>
+          e.limiter === 'auth-browser' &&
+          e.event === 'lockout' &&
+          e.key === `browser-origin:${evil}`,
+      );
       expect(
-        browser !== undefined,
-        `an auth-browser lockout for browser-origin:${evil}`,
-        s.lockouts,
+        browser !== undefined && started !== undefined,
+        `the auth-browser lockout of browser-origin:${evil}, active and among the refused decisions`,
+        { lockouts: s.lockouts, refused: s.refused },
       );
       const hook = s.refused.find(
         (/** @type {{ limiter: string, event: string, key: string }} */ e) =>
@@ -467,7 +473,7 @@ async function main() {
   if (values.help) {
     process.stdout.write(
       'usage: npm run demo -- [--url http://127.0.0.1:18789] [--config path] [--verbose]\n' +
-        '  without --url the demo starts its own gateway in-process (lockout shortened to 3 s)\n',
+        '  without --url the demo starts its own gateway in-process (lockout shortened to 5 s)\n',
     );
     return;
   }

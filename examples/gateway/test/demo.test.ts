@@ -1,11 +1,11 @@
 // `npm run demo`, end to end: the in-process gateway, real sockets and real time (the lockout is
-// shortened to 3 s so the tour can show one ending). Every step must pass and say what it showed.
+// shortened to 5 s so the tour can show one ending). Every step must pass and say what it showed.
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
 import { startGateway, testConfig } from './helpers.js';
 
 describe('npm run demo', () => {
-  it('walks through every limit in under 30 s and passes', async () => {
+  it('walks through every limit in under 30 s and passes', { timeout: 60_000 }, async () => {
     let out = '';
     const result = await runDemo({ write: (text) => (out += text) });
     const lines = out.trimEnd().split('\n');
@@ -46,7 +46,9 @@ describe('npm run demo', () => {
     expect(lines[12]).toMatch(/^demo passed: 11 passed, 0 failed, 0 skipped in \d+\.\d s$/);
   });
 
-  it('reports a step that does not show what it should (exit code 1)', async () => {
+  it('reports a step that does not show what it should (exit code 1)', {
+    timeout: 60_000,
+  }, async () => {
     // A gateway that locks out after 5 failures, toured with the committed config's 10.
     const g = await startGateway({
       config: testConfig({ gateway: { auth: { rateLimit: { maxAttempts: 5 } } } }),
@@ -70,7 +72,9 @@ describe('npm run demo', () => {
     }
   });
 
-  it('skips waiting for a lockout longer than 10 s, and fails when no gateway answers', async () => {
+  it('skips waiting for a lockout longer than 10 s, and fails when no gateway answers', {
+    timeout: 60_000,
+  }, async () => {
     const long = await runDemo({ write: () => {}, lockoutMs: 60_000 });
     expect(long.steps.at(-1)).toMatchObject({ title: 'a lockout ends', outcome: 'skip' });
     expect(long.ok).toBe(true);

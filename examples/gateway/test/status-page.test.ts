@@ -54,7 +54,9 @@ async function openStatus(g: Harness): Promise<Page> {
 }
 
 describe('/status in Chromium', () => {
-  it('shows a lockout live, counts its time down, and lists the refusal', async () => {
+  it('shows a lockout live, counts its time down, and lists the refusal', {
+    timeout: 60_000,
+  }, async () => {
     const g = h as Harness;
     const page = await openStatus(g);
     await expect(page.locator('#name').textContent()).resolves.toBe('“test-gateway”');
@@ -91,7 +93,9 @@ describe('/status in Chromium', () => {
     await expect(page.locator('#refused-count').textContent()).resolves.toBe('2');
   });
 
-  it('shows blocked control-plane buckets, sessions, restarts and webhook lockouts; screenshot', async () => {
+  it('shows blocked control-plane buckets, sessions, restarts and webhook lockouts; screenshot', {
+    timeout: 60_000,
+  }, async () => {
     const g = h as Harness;
     const page = await openStatus(g);
     const ops = await connect(g.wsUrl, { auth: { token: TOKEN }, device: { id: 'ops-laptop' } });

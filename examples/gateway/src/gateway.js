@@ -588,8 +588,10 @@ export function createGateway(options) {
       }
     }, CONNECT_TIMEOUT_MS);
 
+    let connecting = false;
     ws.on('message', (data, isBinary) => {
-      if (refused) return;
+      // Frames that arrive while an (asynchronous) connect decision is pending are dropped.
+      if (refused || (connecting && conn === undefined)) return;
       let frame;
       try {
         frame = isBinary ? undefined : JSON.parse(String(data));
@@ -643,6 +645,7 @@ export function createGateway(options) {
         return;
       }
       const creds = credentialsOf(params['auth']);
+      connecting = true;
       const attempt = connectAuth.attempt(req, creds.outcome, { scope: creds.scope });
       then(attempt, (result) => {
         if (!result.ok) {

@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { createClientResolver, type RawRequest, resolveClient } from './client.js';
-import { normalizeIp } from './ip.js';
+import {
+  compileClientRules,
+  createClientResolver,
+  type RawRequest,
+  resolveClient,
+} from './client.js';
+import { formatIp, normalizeIp } from './ip.js';
 import { authSubject } from './subject.js';
 
 function req(
@@ -208,6 +213,56 @@ describe('resolveClient', () => {
         },
       ),
       { numRuns: 2000 },
+    );
+  });
+
+  it.each([
+    ['no trusted proxy', {}],
+    ['a trusted proxy', proxy],
+    ['a trusted proxy and X-Real-IP', { ...proxy, allowRealIpFallback: true }],
+  ])('address() is resolve().ip, parsed and formatted, with %s', (_with, options) => {
+    const hop = fc.oneof(
+      fc.ipV4(),
+      fc.ipV6(),
+      fc.constantFrom('10.0.0.1', '10.1.3.4', '::ffff:10.0.0.1', '[::1]:80', '1.2.3.4:5', ''),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.constantFrom('10.0.0.1', '127.0.0.1', '::1', '::ffff:127.0.0.1', undefined),
+          fc.ipV4(),
+          fc.ipV6(),
+          fc.string({ maxLength: 20 }),
+        ),
+        fc.array(hop, { maxLength: 4 }).map((hops) => hops.join(', ')),
+        fc.option(hop, { nil: undefined }),
+        (peer, forwarded, realIp) => {
+          const headers: Record<string, string> = {};
+          if (forwarded !== '') headers['x-forwarded-for'] = forwarded;
+          if (realIp !== undefined) headers['x-real-ip'] = realIp;
+          const rules = compileClientRules({ ...options, logger: { warn: () => {} } });
+          // Each path on a fresh socket object, so the per-socket cache cannot hide a difference.
+          const viaAddress = rules.address(req(peer, headers));
+          const viaResolve = rules.resolve(req(peer, headers)).ip;
+          expect(viaAddress?.text).toBe(viaResolve);
+          if (viaAddress !== undefined) expect(formatIp(viaAddress.ip)).toBe(viaAddress.text);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('address() gives the untrusted-loopback-proxy warning once, like resolve()', () => {
+    const warn = vi.fn();
+    const { address } = compileClientRules({ logger: { warn } });
+    expect(address(req('127.0.0.1'))?.text).toBe('127.0.0.1');
+    expect(warn).not.toHaveBeenCalled();
+    expect(address(req('::1', { 'X-Forwarded-Host': 'example.com' }))?.text).toBe('::1');
+    expect(address(req('127.0.0.1', { forwarded: 'for=1.2.3.4' }))?.text).toBe('127.0.0.1');
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn).toHaveBeenCalledWith(
+      { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' },
+      expect.stringContaining('trustedProxies'),
     );
   });
 });

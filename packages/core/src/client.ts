@@ -80,7 +80,10 @@ function headerLines(request: RawRequest, name: string): string[] {
 }
 
 function hasForwardingHeaders(headers: RawRequest['headers']): boolean {
-  for (const name of Object.keys(headers)) {
+  for (const name in headers) {
+    // Every forwarding header starts with "f" or "x": skip the others without lower-casing them.
+    const first = name.charCodeAt(0) | 0x20;
+    if (first !== 0x66 && first !== 0x78) continue;
     const lower = name.toLowerCase();
     if (lower === 'forwarded' || lower === 'x-real-ip' || lower.startsWith('x-forwarded-'))
       return true;
@@ -99,18 +102,32 @@ function originOf(request: RawRequest): string {
   return value;
 }
 
-const peerCache = new WeakMap<object, ParsedIp | null>();
+/** A client address, parsed and in canonical text. */
+export interface ClientAddress {
+  readonly ip: ParsedIp;
+  /** `formatIp(ip)`. */
+  readonly text: string;
+}
 
-function peerOf(request: RawRequest): ParsedIp | undefined {
+/** A socket's peer: its address, computed once per connection. */
+interface Peer extends ClientAddress {
+  readonly loopback: boolean;
+}
+
+const peerCache = new WeakMap<object, Peer | null>();
+
+function peerOf(request: RawRequest): Peer | undefined {
   const socket = request.socket;
   if (socket == null) return undefined;
-  // Keep-alive connections carry many requests: parse a socket's address once.
+  // Keep-alive connections carry many requests: parse and format a socket's address once.
   const cached = peerCache.get(socket);
   if (cached !== undefined) return cached ?? undefined;
   const addr = socket.remoteAddress;
-  const parsed = typeof addr === 'string' ? parseIp(addr) : undefined;
-  if (addr !== undefined) peerCache.set(socket, parsed ?? null);
-  return parsed;
+  const ip = typeof addr === 'string' ? parseIp(addr) : undefined;
+  const peer =
+    ip === undefined ? undefined : { ip, text: formatIp(ip), loopback: parsedIsLoopback(ip) };
+  if (addr !== undefined) peerCache.set(socket, peer ?? null);
+  return peer;
 }
 
 /**
@@ -118,6 +135,19 @@ function peerOf(request: RawRequest): ParsedIp | undefined {
  * @throws {PortcullisConfigError} for bad `trustedProxies` and other wrong options
  */
 export function createClientResolver(options?: ClientOptions): ClientResolver {
+  return compileClientRules(options).resolve;
+}
+
+/**
+ * The compiled rules of {@link createClientResolver}, with a second entry point for hot paths
+ * that need only the address: `address(request)` is `resolve(request).ip` (same warning too),
+ * parsed and formatted, without building a {@link ClientInfo}. Not part of the public API.
+ * @internal
+ */
+export function compileClientRules(options?: ClientOptions): {
+  readonly resolve: ClientResolver;
+  readonly address: (request: RawRequest) => ClientAddress | undefined;
+} {
   const o = parseOptions(options, clientSpec, 'resolveClient');
   const trusted = o.trustedProxies ?? [];
   const realIpFallback = o.allowRealIpFallback ?? false;
@@ -156,12 +186,12 @@ export function createClientResolver(options?: ClientOptions): ClientResolver {
     return undefined;
   }
 
-  return function resolve(request: RawRequest): ClientInfo {
+  function resolve(request: RawRequest): ClientInfo {
     const headers = request.headers ?? {};
     const origin = headers.origin === undefined ? undefined : originOf(request);
     const peer = peerOf(request);
     if (peer === undefined) return { ip: undefined, directLocal: false, proxied: false, origin };
-    if (trusted.length > 0 && isTrusted(peer)) {
+    if (trusted.length > 0 && isTrusted(peer.ip)) {
       const client = fromForwarded(request);
       return {
         ip: client === undefined ? undefined : formatIp(client),
@@ -171,13 +201,27 @@ export function createClientResolver(options?: ClientOptions): ClientResolver {
       };
     }
     let directLocal = false;
-    if (parsedIsLoopback(peer)) {
+    if (peer.loopback) {
       const forwarded = hasForwardingHeaders(headers);
       if (forwarded) warnSpoof();
       directLocal = !forwarded && origin === undefined;
     }
-    return { ip: formatIp(peer), directLocal, proxied: false, origin };
-  };
+    return { ip: peer.text, directLocal, proxied: false, origin };
+  }
+
+  function address(request: RawRequest): ClientAddress | undefined {
+    const peer = peerOf(request);
+    if (peer === undefined) return undefined;
+    if (trusted.length > 0 && isTrusted(peer.ip)) {
+      const client = fromForwarded(request);
+      return client === undefined ? undefined : { ip: client, text: formatIp(client) };
+    }
+    // Only the one-time warning depends on the headers here; once given, they need no scan.
+    if (peer.loopback && !warned && hasForwardingHeaders(request.headers ?? {})) warnSpoof();
+    return peer;
+  }
+
+  return { resolve, address };
 }
 
 const resolverCache = new WeakMap<object, ClientResolver>();

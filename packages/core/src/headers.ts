@@ -23,17 +23,24 @@ export function createHeaderWriter(
   const policy = `"${name}";q=`;
   const windowPart = `;w=${Math.ceil(options.windowMs / 1000)}`;
   const prefix = `"${name}";r=`;
+  // The policy only changes with the decision's limit: build its text once per limit, not per call.
+  let policyLimit = Number.NaN;
+  let policyText = '';
   return function writeHeaders(d: Decision): Record<string, string> {
-    const out: Record<string, string> = {};
-    if (mode !== false) {
-      const reset = Math.ceil(d.resetMs / 1000);
-      out['RateLimit-Policy'] = policy + d.limit + windowPart;
-      out['RateLimit'] = `${prefix}${d.remaining};t=${reset}`;
-      if (mode === 'legacy') {
-        out['X-RateLimit-Limit'] = String(d.limit);
-        out['X-RateLimit-Remaining'] = String(d.remaining);
-        out['X-RateLimit-Reset'] = String(reset);
-      }
+    if (mode === false)
+      return d.allowed ? {} : { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) };
+    if (d.limit !== policyLimit) {
+      policyLimit = d.limit;
+      policyText = policy + d.limit + windowPart;
+    }
+    const reset = Math.ceil(d.resetMs / 1000);
+    const counters = `${prefix}${d.remaining};t=${reset}`;
+    // The common answer (IETF, allowed) is this literal alone: one object shape on the hot path.
+    const out: Record<string, string> = { 'RateLimit-Policy': policyText, RateLimit: counters };
+    if (mode === 'legacy') {
+      out['X-RateLimit-Limit'] = String(d.limit);
+      out['X-RateLimit-Remaining'] = String(d.remaining);
+      out['X-RateLimit-Reset'] = String(reset);
     }
     if (!d.allowed) out['Retry-After'] = String(retryAfterSeconds(d.retryAfterMs));
     return out;

@@ -6,7 +6,7 @@ import {
   retryAfterSeconds,
   sessionRateLimitMessage,
 } from './error-shapes.js';
-import { rateLimitHeaders } from './headers.js';
+import { createHeaderWriter, rateLimitHeaders } from './headers.js';
 import { presets } from './presets.js';
 
 describe('error shapes, byte for byte', () => {
@@ -88,6 +88,23 @@ describe('rateLimitHeaders', () => {
     expect(rateLimitHeaders(refused, { windowMs: 60_000, mode: false })).toEqual({
       'Retry-After': '13',
     });
+  });
+
+  it('a reused writer follows each decision, in a stable header order', () => {
+    const write = createHeaderWriter({ windowMs: 60_000, mode: 'legacy' });
+    expect(Object.keys(write(refused))).toEqual([
+      'RateLimit-Policy',
+      'RateLimit',
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'Retry-After',
+    ]);
+    const ietf = createHeaderWriter({ windowMs: 60_000 });
+    for (const limit of [100, 7, 7, 100]) {
+      expect(ietf({ ...allowed, limit })['RateLimit-Policy']).toBe(`"default";q=${limit};w=60`);
+    }
+    expect(ietf(allowed)).not.toBe(ietf(allowed));
   });
 });
 

@@ -118,13 +118,12 @@ describe.each([
 
   it("stays synchronous with the memory store: returns next()'s own value, no promise of its own", () => {
     const req = { socket: { remoteAddress: '203.0.113.1' }, headers: {} };
-    const ctx = { req, request: {}, state: {}, set: vi.fn() };
+    const res = { headersSent: false, setHeader: vi.fn() };
+    const ctx = { req, res, request: {}, state: {}, set: vi.fn() };
     const downstream = Promise.resolve('downstream');
     const next = () => downstream;
     expect(rateLimit({ limit: 5 })(ctx as never, next)).toBe(downstream);
-    expect(ctx.set).toHaveBeenCalledWith(
-      expect.objectContaining({ RateLimit: '"default";r=4;t=60' }),
-    );
+    expect(res.setHeader).toHaveBeenCalledWith('RateLimit', '"default";r=4;t=60');
     expect(authGuard({ verify: () => 'ok' })(ctx as never, next)).toBe(downstream);
     expect(webhookGuard({ verify: () => 'ok' })(ctx as never, next)).toBe(downstream);
   });

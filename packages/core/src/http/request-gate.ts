@@ -1,11 +1,11 @@
-import { createClientResolver, type RawRequest } from '../client.js';
+import { compileClientRules, type RawRequest } from '../client.js';
 import { isPromise, type MaybePromise, type Clock, type Timers } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { PortcullisConfigError } from '../errors.js';
 import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
 import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
-import { ipKey, parseIp } from '../ip.js';
+import { ipKey } from '../ip.js';
 import { boolean, either, func, integer, oneOf, parseOptions, withMethods } from '../options.js';
 import type { Algorithm, Store } from '../store.js';
 import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
@@ -153,7 +153,7 @@ export function createRequestGate<Req>(
     mode,
   });
   const subnet = (o.ipv6Subnet ?? 64) as number | false;
-  const resolve = createClientResolver({
+  const { address } = compileClientRules({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
@@ -163,10 +163,10 @@ export function createRequestGate<Req>(
   const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
 
   function defaultKey(raw: RawRequest): string {
-    const ip = resolve(raw).ip;
-    if (ip === undefined) return 'unknown';
+    const client = address(raw);
+    if (client === undefined) return 'unknown';
     // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
-    return ip.includes(':') ? ipKey(parseIp(ip)!, subnet) : ip;
+    return client.ip.v === 4 ? client.text : ipKey(client.ip, subnet);
   }
 
   function result(d: Decision): RequestResult {

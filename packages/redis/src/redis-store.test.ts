@@ -165,7 +165,7 @@ describe('RedisStore commands', () => {
     });
     expect(SCRIPT_SHA).toBe(createHash('sha1').update(SCRIPT).digest('hex'));
     expect(f.calls).toEqual([
-      { args: ['EVALSHA', SCRIPT_SHA, '1', 'p:k', 'c', '', 'f', '2', '1000', '1'], key: 'p:k' },
+      { args: ['EVALSHA', SCRIPT_SHA, '1', 'p:k', 'cf', '2', '1000', '1'], key: 'p:k' },
     ]);
     store.close();
   });
@@ -179,10 +179,10 @@ describe('RedisStore commands', () => {
     await store.checkFailures('c', failures);
     await store.recordFailure('d', failures);
     expect(f.calls.map((c) => c.args.slice(2))).toEqual([
-      ['1', 'a', 'p', '42', 's', '4', '10'],
-      ['1', 'b', 'c', '42', 't', '5', '20', '3'],
-      ['1', 'c', 'k', '42', '3', '60000', '300000'],
-      ['1', 'd', 'r', '42', '3', '60000', '300000'],
+      ['1', 'a', 'ps', '4', '10', '1', '42'],
+      ['1', 'b', 'ct', '5', '20', '3', '42'],
+      ['1', 'c', 'k', '3', '60000', '300000', '42'],
+      ['1', 'd', 'r', '3', '60000', '300000', '42'],
     ]);
     store.close();
   });

@@ -121,7 +121,8 @@ function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
   return Array.isArray(reply) && reply.length === 2 && Array.isArray(reply[1]);
 }
 
-const ALGORITHM_CODE = { 'fixed-window': 'f', 'sliding-window': 's', 'token-bucket': 't' } as const;
+const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 'ct' } as const;
+const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt' } as const;
 
 /** Escapes glob metacharacters so a prefix matches only itself in `SCAN … MATCH`. */
 function globEscape(text: string): string {
@@ -219,8 +220,7 @@ export class RedisStore implements Store {
       return Promise.resolve(this.#windowFallback(key, rule, cost, undefined));
     const args = this.#args(
       key,
-      'c',
-      ALGORITHM_CODE[rule.algorithm],
+      CONSUME[rule.algorithm],
       String(rule.limit),
       String(rule.windowMs),
       String(cost),
@@ -237,10 +237,10 @@ export class RedisStore implements Store {
       return Promise.resolve(this.#windowFallback(key, rule, undefined, undefined));
     const args = this.#args(
       key,
-      'p',
-      ALGORITHM_CODE[rule.algorithm],
+      PEEK[rule.algorithm],
       String(rule.limit),
       String(rule.windowMs),
+      '1',
     );
     return this.#script(args).then(
       (reply) => this.#decision(reply, rule.limit, key, 'limited'),
@@ -331,11 +331,10 @@ export class RedisStore implements Store {
     );
   }
 
-  /** `EVALSHA sha 1 <prefixed key> <op> <now or ''> <numbers…>` (see script.ts for the layout). */
-  #args(key: string, op: string, a: string, b: string, c: string, d?: string): string[] {
-    const now = this.#scriptClock === undefined ? '' : String(this.#scriptClock.now());
-    const args = ['EVALSHA', SCRIPT_SHA, '1', this.#prefix + key, op, now, a, b, c];
-    if (d !== undefined) args.push(d);
+  /** `EVALSHA sha 1 <prefixed key> <op> <three numbers> [now]` (see script.ts for the layout). */
+  #args(key: string, op: string, a: string, b: string, c: string): string[] {
+    const args = ['EVALSHA', SCRIPT_SHA, '1', this.#prefix + key, op, a, b, c];
+    if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
     return args;
   }
 

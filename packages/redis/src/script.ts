@@ -9,11 +9,11 @@ import { createHash } from 'node:crypto';
  * division is floored or ceiled the same way, so Redis and memory agree to the unit.
  *
  * KEYS[1]  the prefixed key.
- * ARGV[1]  operation: `c` consume, `p` peek, `k` check failures, `r` record failure.
- * ARGV[2]  now in ms, or '' to read the Redis server clock (`TIME`) — the normal case.
- * windows  ARGV[3] algorithm (`f` fixed, `s` sliding, `t` token bucket), ARGV[4] limit,
- *          ARGV[5] windowMs, ARGV[6] cost (consume only).
- * failures ARGV[3] maxAttempts, ARGV[4] windowMs, ARGV[5] lockoutMs.
+ * ARGV[1]  operation: `c` consume or `p` peek followed by the algorithm (`f` fixed window, `s`
+ *          sliding window, `t` token bucket), or `k` check failures, `r` record a failure.
+ * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek).
+ * failures ARGV[2] maxAttempts, ARGV[3] windowMs, ARGV[4] lockoutMs.
+ * ARGV[5]  absent: read the Redis server clock (`TIME`), the normal case; else now in ms (tests).
  *
  * Stored value: one binary string per key, packed with Redis Lua's `struct` library as a kind byte
  * followed by big-endian IEEE doubles (`>c1d…`), so numbers round-trip bit for bit and nothing is
@@ -28,14 +28,57 @@ import { createHash } from 'node:crypto';
  */
 export const SCRIPT = `
 local key = KEYS[1]
-local op = ARGV[1]
+local code = ARGV[1]
+local clocked = ARGV[5] ~= nil
 local now
-if ARGV[2] == '' then
+if clocked then
+  now = tonumber(ARGV[5])
+else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[2])
 end
+-- Fixed window first, before any helper exists: it is the common case and the hot path, so it reads
+-- and writes inline.
+if code == 'cf' or code == 'pf' then
+  local limit, w = tonumber(ARGV[2]), tonumber(ARGV[3])
+  local raw = redis.call('GET', key)
+  local live, exp, start, count = false, 0, now, 0
+  if raw then
+    local kind
+    if #raw == 25 then kind, exp, start, count = struct.unpack('>c1ddd', raw) end
+    if kind == 'F' then
+      live = now < exp
+    else
+      -- Another kind under this key (a rule changed algorithm): MemoryStore forgets it too.
+      redis.call('DEL', key)
+      exp, start, count = 0, now, 0
+    end
+  end
+  if code == 'pf' then
+    if not live or now >= start + w then return { 1, limit, 0, 0, 0 } end
+    local reset = start + w - now
+    if count < limit then return { 1, limit - count, 0, reset, 0 } end
+    return { 0, 0, reset, reset, 0 }
+  end
+  local cost = tonumber(ARGV[4])
+  local same = live and now < start + w and exp == start + w
+  if not same and (not live or now >= start + w) then start, count = now, 0 end
+  local reset = start + w - now
+  local allowed = count + cost <= limit
+  if allowed then count = count + cost end
+  if same then
+    -- The hot path: the window and its expiry stand, only the count (bytes 18–25) changes.
+    if allowed then redis.call('SETRANGE', key, 17, struct.pack('>d', count)) end
+  elseif live or allowed then
+    -- A new or re-ruled window: the whole value, expiring when the window ends (reset > 0).
+    local ttl = reset
+    if clocked and ttl < 60000 then ttl = 60000 end
+    redis.call('SET', key, struct.pack('>c1ddd', 'F', start + w, start, count), 'PX', ttl)
+  end
+  if allowed then return { 1, limit - count, 0, reset, 0 } end
+  return { 0, math.max(0, limit - count), reset, reset, 0 }
+end
+
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local spack, sunpack = struct.pack, struct.unpack
 
@@ -60,49 +103,17 @@ local function save(value, exp)
   end
   -- With a caller's clock (tests only) virtual time does not pass in Redis: keep the key a minute
   -- so it is not gone in real time before its virtual end (the stored expiresAt still rules).
-  if ARGV[2] ~= '' and ttl < 60000 then ttl = 60000 end
+  if clocked and ttl < 60000 then ttl = 60000 end
   redis.call('SET', key, value, 'PX', ttl)
 end
 
-if op == 'c' or op == 'p' then
-  local alg = ARGV[3]
-  local limit = tonumber(ARGV[4])
-  local w = tonumber(ARGV[5])
-  local cost = tonumber(ARGV[6]) or 1
+if code ~= 'k' and code ~= 'r' then
+  local peek = code == 'pf' or code == 'ps' or code == 'pt'
+  local limit = tonumber(ARGV[2])
+  local w = tonumber(ARGV[3])
+  local cost = tonumber(ARGV[4])
 
-  if alg == 'f' then
-    local raw = load('F', 25)
-    local live, exp, start, count = false, 0, now, 0
-    if raw then
-      local _
-      _, exp, start, count = sunpack('>c1ddd', raw)
-      live = now < exp
-    end
-    if op == 'p' then
-      if not live or now >= start + w then return { 1, limit, 0, 0, 0 } end
-      local reset = start + w - now
-      local remaining = max(0, limit - count)
-      if remaining > 0 then return { 1, remaining, 0, reset, 0 } end
-      return { 0, 0, reset, reset, 0 }
-    end
-    local same = live and now < start + w and exp == start + w
-    if not same and (not live or now >= start + w) then start, count = now, 0 end
-    local reset = start + w - now
-    if count + cost > limit then
-      if live and not same then save(spack('>c1ddd', 'F', start + w, start, count), start + w) end
-      return { 0, max(0, limit - count), reset, reset, 0 }
-    end
-    count = count + cost
-    if same then
-      -- The hot path: the window and its expiry stand, only the count (bytes 18–25) changes.
-      redis.call('SETRANGE', key, 17, spack('>d', count))
-    else
-      save(spack('>c1ddd', 'F', start + w, start, count), start + w)
-    end
-    return { 1, limit - count, 0, reset, 0 }
-  end
-
-  if alg == 's' then
+  if code == 'cs' or code == 'ps' then
     local raw = load('S', 33)
     local live, exp, start, prev, curr = false, 0, now, 0, 0
     if raw then
@@ -112,7 +123,7 @@ if op == 'c' or op == 'p' then
     end
     local steps = 0
     if not live then
-      if op == 'p' then return { 1, limit, 0, 0, 0 } end
+      if peek then return { 1, limit, 0, 0, 0 } end
       start, prev, curr = now, 0, 0
     else
       steps = floor((now - start) / w)
@@ -126,12 +137,12 @@ if op == 'c' or op == 'p' then
     local total = limit * w
     local used = prev * (w - elapsed) + curr * w
     local c = cost
-    if op == 'p' then c = 1 end
+    if peek then c = 1 end
     local allowed = used + c * w <= total
-    if allowed and op == 'c' then curr = curr + cost end
+    if allowed and not peek then curr = curr + cost end
     local reset = 0
     if curr > 0 then reset = 2 * w - elapsed elseif prev > 0 then reset = w - elapsed end
-    if op == 'c' then
+    if not peek then
       if live and steps == 0 and exp == start + 2 * w then
         -- The hot path: same window, same expiry; only curr (bytes 26–33) may change.
         if allowed then redis.call('SETRANGE', key, 25, spack('>d', curr)) end
@@ -140,7 +151,7 @@ if op == 'c' or op == 'p' then
       end
     end
     if allowed then
-      if op == 'p' then return { 1, max(0, floor((total - used) / w)), 0, reset, 0 } end
+      if peek then return { 1, max(0, floor((total - used) / w)), 0, reset, 0 } end
       return { 1, floor((total - used - cost * w) / w), 0, reset, 0 }
     end
     -- Refused: when would a call of this cost pass?
@@ -176,7 +187,7 @@ if op == 'c' or op == 'p' then
     scaled = min(full, scaled + (now - last) * limit)
     last = now
   end
-  if op == 'p' then
+  if peek then
     local remaining = floor(scaled / w)
     if remaining < 1 then return { 0, 0, ceil((w - scaled) / limit), ceil((full - scaled) / limit), 0 } end
     return { 1, remaining, 0, ceil((full - scaled) / limit), 0 }
@@ -196,9 +207,9 @@ if op == 'c' or op == 'p' then
 end
 
 -- failure log
-local maxAttempts = tonumber(ARGV[3])
-local w = tonumber(ARGV[4])
-local lockoutMs = tonumber(ARGV[5])
+local maxAttempts = tonumber(ARGV[2])
+local w = tonumber(ARGV[3])
+local lockoutMs = tonumber(ARGV[4])
 local raw = load('L', nil)
 local lockedUntil = 0
 local log = {}
@@ -228,7 +239,7 @@ if lockedUntil ~= 0 then
   return { 0, 0, left, left, 0 }
 end
 
-if op == 'r' then
+if code == 'r' then
   log[#log + 1] = now
   if #log >= maxAttempts then
     lockedUntil = now + lockoutMs

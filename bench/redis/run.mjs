@@ -2,7 +2,7 @@
 // core window limiter), express-rate-limit with rate-limit-redis, and rate-limiter-flexible's
 // RateLimiterRedis. Every contender uses the same ioredis client options and the same rule.
 //
-//   npm run build && node bench/redis/run.mjs [--seconds 3] [--rounds 3] [--concurrency 64] [--port 6379]
+//   npm run build && node bench/redis/run.mjs [--seconds 2] [--rounds 7] [--concurrency 64] [--port 6379]
 //
 // Without --port it starts a private redis-server on a free port (so INFO commandstats counts only
 // this run). Measures:
@@ -25,8 +25,8 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 
 const { values } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '7' },
     concurrency: { type: 'string', default: '64' },
     keys: { type: 'string', default: '1000' },
     sequential: { type: 'string', default: '2000' },

@@ -37,6 +37,7 @@ else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
 -- Fixed window first, before any helper exists: it is the common case and the hot path, so it reads
 -- and writes inline.
 if code == 'cf' or code == 'pf' then

@@ -14,6 +14,7 @@
 //   script counts once for EVALSHA plus once per redis.call inside it).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createWindowLimiter } from '@portcullis/core';
@@ -23,14 +24,18 @@ import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 
+// Flags win over the environment (BENCH_REDIS_SECONDS, BENCH_REDIS_ROUNDS,
+// BENCH_REDIS_CONCURRENCY, BENCH_REDIS_PORT), which `npm run bench` passes through; BENCH_JSON
+// names a file for the report as JSON.
+const env = process.env;
 const { values } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '2' },
-    rounds: { type: 'string', default: '7' },
-    concurrency: { type: 'string', default: '64' },
+    seconds: { type: 'string', default: env.BENCH_REDIS_SECONDS ?? '2' },
+    rounds: { type: 'string', default: env.BENCH_REDIS_ROUNDS ?? '7' },
+    concurrency: { type: 'string', default: env.BENCH_REDIS_CONCURRENCY ?? '64' },
     keys: { type: 'string', default: '1000' },
     sequential: { type: 'string', default: '2000' },
-    port: { type: 'string' },
+    port: { type: 'string', ...(env.BENCH_REDIS_PORT && { default: env.BENCH_REDIS_PORT }) },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -233,8 +238,9 @@ const rows = contenders.map((c) => {
 const ours = rows[0];
 const fasterPeer = Math.max(rows[1].rate, rows[2].rate);
 
+const redisVersion = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
 console.log(
-  `Redis ${(await admin.info('server')).match(/redis_version:(\S+)/)?.[1]} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
+  `Redis ${redisVersion} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
     `${CONCURRENCY} in flight, ${KEYS} keys, ${ROUNDS} × ${SECONDS}s rounds (median), fixed window`,
 );
 console.log('');
@@ -249,6 +255,20 @@ for (const r of rows) {
 }
 console.log('');
 console.log(`@portcullis/redis / faster peer: ${(ours.rate / fasterPeer).toFixed(2)}×`);
+
+if (env.BENCH_JSON) {
+  const report = {
+    node: process.version,
+    redis: redisVersion,
+    concurrency: CONCURRENCY,
+    keys: KEYS,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    contenders: rows.map((r) => ({ ...r, rates: results.get(r.name).rates })),
+    ratioToFasterPeer: ours.rate / fasterPeer,
+  };
+  writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
+}
 
 for (const c of contenders) c.close();
 admin.disconnect();

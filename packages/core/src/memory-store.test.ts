@@ -108,3 +108,18 @@ describe('MemoryStore bounds', () => {
     expect(limiter.size()).toBeLessThanOrEqual(10_000);
   });
 });
+
+describe('MemoryStore rules', () => {
+  it('a key met again under a shorter window rolls by that window, as the algorithm says', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ clock, timers: clock });
+    store.consume('k', { algorithm: 'fixed-window', limit: 1, windowMs: 10_000 }, 1);
+    clock.advance(2_000);
+    const short: WindowRule = { algorithm: 'fixed-window', limit: 1, windowMs: 1_000 };
+    expect(store.consume('k', short, 1)).toMatchObject({
+      allowed: true,
+      remaining: 0,
+      resetMs: 1_000,
+    });
+  });
+});

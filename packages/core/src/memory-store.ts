@@ -113,8 +113,13 @@ export class MemoryStore implements Store {
   consume(key: string, rule: WindowRule, cost: number): Decision {
     const now = this.#clock.now();
     const slot = this.#live(key, rule.algorithm, now);
-    if (slot !== undefined && rule.algorithm === 'fixed-window') {
-      // The hot path: a live fixed window only counts; its start and expiry do not move.
+    if (
+      slot !== undefined &&
+      rule.algorithm === 'fixed-window' &&
+      now < (slot.state as FixedWindowState).start + rule.windowMs
+    ) {
+      // The hot path: a live fixed window only counts; its start and expiry do not move. (The
+      // window test above uses this call's rule, so a key met again under a shorter window rolls.)
       const state = slot.state as FixedWindowState;
       const d = fixedWindowConsume(state, now, rule, cost, key);
       if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;

@@ -9,6 +9,17 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 rmSync('dist', { recursive: true, force: true });
 const run = (...args) => execFileSync(process.execPath, [tsc, ...args], { stdio: 'inherit' });
 run('-p', 'tsconfig.build.json');
-run('-p', 'tsconfig.build.json', '--outDir', 'dist/cjs', '--module', 'commonjs', '--moduleResolution', 'node10', '--verbatimModuleSyntax', 'false');
+run(
+  '-p',
+  'tsconfig.build.json',
+  '--outDir',
+  'dist/cjs',
+  '--module',
+  'commonjs',
+  '--moduleResolution',
+  'node10',
+  '--verbatimModuleSyntax',
+  'false',
+);
 mkdirSync('dist/cjs', { recursive: true });
 writeFileSync('dist/cjs/package.json', '{ "type": "commonjs" }\n');

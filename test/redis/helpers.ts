@@ -244,7 +244,13 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export function ensureBuilt(): void {
   execFileSync(
     'flock',
-    ['/tmp/portcullis-build.lock', process.execPath, fixture('ensure-built.mjs')],
+    [
+      '/tmp/portcullis-build.lock',
+      process.execPath,
+      `${repo}/scripts/build-if-stale.mjs`,
+      'core',
+      'redis',
+    ],
     {
       cwd: repo,
       stdio: 'inherit',

@@ -93,7 +93,7 @@ beforeAll(async () => {
     [
       '/tmp/portcullis-build.lock',
       process.execPath,
-      fileURLToPath(new URL('./build-if-stale.mjs', import.meta.url)),
+      fileURLToPath(new URL('../../../scripts/build-if-stale.mjs', import.meta.url)),
       'core',
       'express',
       'redis',

@@ -1,12 +1,12 @@
 // Usage: node build-if-stale.mjs <package>… — builds packages/<package> (in the order given) when
-// its dist is missing or older than its sources. The test runs it under the build lock that the
-// other multi-process suites use, so no two test files build the same package at once.
+// its dist is missing or older than its sources. Multi-process tests run it under the build lock
+// (/tmp/portcullis-build.lock), so no two test files build the same package at once.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const repo = fileURLToPath(new URL('../../..', import.meta.url));
+const repo = fileURLToPath(new URL('..', import.meta.url));
 
 /** @param {string} dir @returns {number} */
 function newest(dir) {

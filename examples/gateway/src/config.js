@@ -307,3 +307,23 @@ export function restoreSecrets(candidate, current) {
 export function configHash(config) {
   return createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 16);
 }
+
+/**
+ * The config in force. `config.patch`, `config.apply`, `plugins.setEnabled` and a restart replace
+ * it; everything else reads it on each use, so a new secret takes effect at once. Port and limiter
+ * numbers are read once, from the boot config.
+ * @param {GatewayConfig} boot
+ */
+export function runningConfig(boot) {
+  let config = boot;
+  return {
+    /** @returns {GatewayConfig} */
+    current: () => config,
+    /** @param {GatewayConfig} next */
+    replace(next) {
+      config = next;
+    },
+  };
+}
+
+/** @typedef {ReturnType<typeof runningConfig>} RunningConfig */

@@ -213,3 +213,5 @@ export function createStatusBoard(options) {
 
   return { record, snapshot, changed, stream, close, streams: () => streams.size };
 }
+
+/** @typedef {ReturnType<typeof createStatusBoard>} StatusBoard */

@@ -1,0 +1,186 @@
+// The first WebSocket frame: `connect` with exactly one credential, checked under the gateway-auth
+// lockout by @portcullis/ws' createConnectAuth. Each credential class (shared-secret, password,
+// device-token) is its own lockout scope, so a client locked out for guessing the token can still
+// use the password; a page (a request with `Origin`) is counted on the browser limiter and is never
+// loopback-exempt. Accepted devices get a device token for later connects.
+import { isPromise } from '@portcullis/core';
+import { createConnectAuth } from '@portcullis/ws';
+import { invalidRequest, isObject, isRequest, sendError } from './protocol.js';
+import { METHODS } from './rpc.js';
+import { compareSecret, createDeviceTokens } from './secrets.js';
+
+/** @import { AuthOutcome, ClientInfo, FailureLimiter } from '@portcullis/core' */
+/** @import { ConnectAuthResult } from '@portcullis/ws' */
+/** @import { IncomingMessage } from 'node:http' */
+/** @import { WebSocket } from 'ws' */
+/** @import { RunningConfig } from './config.js' */
+/** @import { JsonLogger } from './logger.js' */
+/** @import { StatusBoard } from './status.js' */
+
+/**
+ * An authenticated socket, as the RPC methods and the control-plane quota see it.
+ * @typedef {object} Connection
+ * @property {string} connId
+ * @property {string | undefined} deviceId
+ * @property {string | undefined} clientIp
+ * @property {string} scope the credential class it authenticated with
+ */
+
+/**
+ * What the socket tells the handshake and is told back.
+ * @typedef {object} FirstFrame
+ * @property {string} connId
+ * @property {ClientInfo} client who is connecting (resolved when the socket opened)
+ * @property {(conn: Connection) => void} accept called before hello-ok is sent
+ * @property {() => void} refuse called when the socket is refused and closing
+ */
+
+/**
+ * @param {{
+ *   config: RunningConfig,
+ *   limiter: FailureLimiter,
+ *   browserLimiter: FailureLimiter,
+ *   trustedProxies: readonly string[],
+ *   logger: JsonLogger,
+ *   board: Pick<StatusBoard, 'record' | 'changed'>,
+ * }} options
+ */
+export function createConnect(options) {
+  const { config, limiter, browserLimiter, trustedProxies, logger, board } = options;
+  const connectAuth = createConnectAuth({
+    scope: 'shared-secret',
+    limiter,
+    browserLimiter,
+    trustedProxies,
+    logger,
+  });
+  const deviceTokens = createDeviceTokens();
+
+  /**
+   * The credential class and the outcome of `connect`'s `params.auth`.
+   * @param {unknown} auth
+   * @returns {{ scope: string, outcome: AuthOutcome, deviceId?: string }}
+   */
+  function credentialsOf(auth) {
+    const a = isObject(auth) ? auth : {};
+    const present = (/** @type {string} */ k) => a[k] !== undefined && a[k] !== '';
+    const { token, password } = config.current().gateway.auth;
+    if (present('token')) {
+      const t = a['token'];
+      return {
+        scope: 'shared-secret',
+        outcome: typeof t === 'string' ? compareSecret(t, token) : 'invalid',
+      };
+    }
+    if (present('password')) {
+      const p = a['password'];
+      return {
+        scope: 'password',
+        outcome: typeof p === 'string' ? compareSecret(p, password) : 'invalid',
+      };
+    }
+    if (present('deviceToken')) {
+      const t = a['deviceToken'];
+      const owner = typeof t === 'string' ? deviceTokens.ownerOf(t) : undefined;
+      return owner === undefined
+        ? { scope: 'device-token', outcome: 'invalid' }
+        : { scope: 'device-token', outcome: 'ok', deviceId: owner };
+    }
+    return { scope: 'shared-secret', outcome: 'missing' };
+  }
+
+  /**
+   * Answers the first frame with hello-ok or a refusal (then closed with 1008).
+   * @param {WebSocket} ws
+   * @param {IncomingMessage} req the upgrade request
+   * @param {unknown} frame the first frame, parsed
+   * @param {FirstFrame} at
+   */
+  function handshake(ws, req, frame, at) {
+    const { connId, client } = at;
+    const f = isObject(frame) ? frame : {};
+    if (!isRequest(frame) || f['method'] !== 'connect') {
+      at.refuse();
+      const message =
+        'the first frame must be {"type":"req","id":…,"method":"connect","params":{"auth":…}}';
+      sendError(ws, f['id'] ?? null, invalidRequest(message).shape);
+      ws.close(1008, 'connect required');
+      return;
+    }
+    const params = isObject(f['params']) ? f['params'] : {};
+    const device = isObject(params['device']) ? params['device'] : {};
+    const askedId = device['id'];
+    if (
+      askedId !== undefined &&
+      (typeof askedId !== 'string' || !/^[\w.:-]{1,128}$/.test(askedId))
+    ) {
+      at.refuse();
+      const message = 'device.id must be 1–128 of letters, digits, _ . : -';
+      sendError(ws, f['id'], invalidRequest(message).shape);
+      ws.close(1008, 'invalid connect params');
+      return;
+    }
+    const creds = credentialsOf(params['auth']);
+    // Synchronous with the memory store, so frames right behind `connect` find it decided.
+    const attempt = connectAuth.attempt(req, creds.outcome, { scope: creds.scope });
+    if (isPromise(attempt)) attempt.then(decided);
+    else decided(attempt);
+
+    /** @param {ConnectAuthResult} result */
+    function decided(result) {
+      if (!result.ok) {
+        at.refuse();
+        if (result.reason === 'rate_limited' && result.decision !== undefined) {
+          board.record({
+            event: 'refused',
+            limiter: client.origin === undefined ? 'auth' : 'auth-browser',
+            scope: creds.scope,
+            key: result.decision.key,
+            reason: result.decision.reason,
+            retryAfterMs: result.decision.retryAfterMs,
+            detail: 'connect refused: AUTH_RATE_LIMITED, close 1008',
+          });
+        }
+        logger.info(
+          {
+            event: 'connect.refused',
+            connId,
+            reason: result.reason,
+            scope: creds.scope,
+            key: result.decision?.key,
+          },
+          `connect refused (${result.reason})`,
+        );
+        connectAuth.refuse(ws, result, (error) => ({ type: 'res', id: f['id'], ok: false, error }));
+        board.changed();
+        return;
+      }
+      const deviceId = creds.deviceId ?? /** @type {string | undefined} */ (askedId);
+      at.accept({ connId, deviceId, clientIp: client.ip, scope: creds.scope });
+      // A device token is issued for the shared secret or the password, never for itself.
+      const issued =
+        deviceId !== undefined && creds.scope !== 'device-token'
+          ? deviceTokens.issue(deviceId)
+          : undefined;
+      const hello = {
+        type: 'hello-ok',
+        protocol: 1,
+        server: { name: config.current().gateway.name },
+        connId,
+        auth: { scope: creds.scope, exempt: result.decision?.reason === 'exempt' },
+        ...(deviceId !== undefined && {
+          device: { id: deviceId, ...(issued !== undefined && { token: issued }) },
+        }),
+        methods: METHODS,
+      };
+      ws.send(JSON.stringify({ type: 'res', id: f['id'], ok: true, payload: hello }));
+      logger.info(
+        { event: 'connect.ok', connId, scope: creds.scope, key: result.decision?.key, deviceId },
+        'client connected',
+      );
+      board.changed();
+    }
+  }
+
+  return { connectAuth, handshake };
+}

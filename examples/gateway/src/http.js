@@ -1,0 +1,168 @@
+// The HTTP side: one node:http server whose routes are /status (with /status.json and
+// /status/events), POST /hooks/<name> (hooks.js), /healthz and /, and whose upgrades on / or /ws go
+// to the WebSocket server (sockets.js). The status endpoints show client IPs and origins, so only
+// a direct loopback client reads them freely; anyone else needs the shared token, checked under
+// the same lockout as `connect`. Also the small response writers every route uses.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createAuthGate, isLoopback } from '@portcullis/core';
+import { bearerOutcome } from './secrets.js';
+
+/** @import { ClientResolver, FailureLimiter, HttpAnswer } from '@portcullis/core' */
+/** @import { IncomingMessage, ServerResponse } from 'node:http' */
+/** @import { WebSocketServer } from 'ws' */
+/** @import { RunningConfig } from './config.js' */
+/** @import { JsonLogger } from './logger.js' */
+/** @import { StatusBoard } from './status.js' */
+
+const STATUS_PAGE = readFileSync(new URL('./status-page.html', import.meta.url), 'utf8');
+
+/** The page's inline script and style run only under this response's nonce. */
+const STATUS_PAGE_CSP = (/** @type {string} */ nonce) =>
+  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+
+/**
+ * @param {ServerResponse} res
+ * @param {number} status
+ * @param {string} body
+ * @param {Record<string, string>} [headers]
+ */
+export function text(res, status, body, headers = {}) {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', ...headers });
+  res.end(body);
+}
+
+/**
+ * @param {ServerResponse} res
+ * @param {number} status
+ * @param {unknown} body
+ */
+export function json(res, status, body) {
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+  });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * Writes a gate's answer as is: core already chose its status, headers and body.
+ * @param {ServerResponse} res
+ * @param {HttpAnswer} answer
+ */
+export function writeAnswer(res, answer) {
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}
+
+/**
+ * The `Host` header names this machine's loopback interface (DNS-rebinding guard for /status).
+ * @param {string | undefined} host
+ */
+function isLoopbackHost(host) {
+  if (host === undefined) return false;
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.split(':')[0];
+  return name === 'localhost' || name?.endsWith('.localhost') || isLoopback(name ?? '');
+}
+
+/**
+ * @param {{
+ *   config: RunningConfig,
+ *   board: StatusBoard,
+ *   onHook: (req: IncomingMessage, res: ServerResponse, name: string) => void,
+ *   wss: WebSocketServer,
+ *   resolveClient: ClientResolver,
+ *   limiter: FailureLimiter,
+ *   browserLimiter: FailureLimiter,
+ *   trustedProxies: readonly string[],
+ *   logger: JsonLogger,
+ * }} options `limiter` and `browserLimiter` are connect's, for the status bearer check
+ */
+export function createHttpServer(options) {
+  const { config, board, onHook, wss, resolveClient, trustedProxies, logger } = options;
+  const statusGate = createAuthGate({
+    verify: (/** @type {IncomingMessage} */ req) =>
+      bearerOutcome(req, config.current().gateway.auth.token),
+    scope: 'shared-secret',
+    limiter: options.limiter,
+    browserLimiter: options.browserLimiter,
+    trustedProxies,
+    logger,
+  });
+
+  /**
+   * A direct loopback client: a loopback peer that sent no forwarding headers, a `Host` naming
+   * the loopback interface and no `Origin` other than the gateway's own.
+   * @param {IncomingMessage} req
+   */
+  function isDirectLoopback(req) {
+    const client = resolveClient(req);
+    const host = req.headers.host;
+    const sameOrigin = client.origin === undefined || client.origin === `http://${host}`;
+    return (
+      client.ip !== undefined &&
+      isLoopback(client.ip) &&
+      !client.proxied &&
+      isLoopbackHost(host) &&
+      sameOrigin &&
+      !Object.keys(req.headers).some(
+        (h) => h === 'forwarded' || h === 'x-real-ip' || h.startsWith('x-forwarded-'),
+      )
+    );
+  }
+
+  /**
+   * /status, /status.json and /status/events, for a direct loopback client or the shared token.
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   * @param {string} path
+   */
+  async function onStatus(req, res, path) {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return text(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' });
+    if (!isDirectLoopback(req)) {
+      const result = await statusGate.run(req, req);
+      if (!result.ok) return writeAnswer(res, result.answer);
+    }
+    if (path === '/status.json') return json(res, 200, board.snapshot());
+    if (path === '/status/events') return board.stream(res);
+    const nonce = randomBytes(16).toString('base64');
+    res.writeHead(200, {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'Content-Security-Policy': STATUS_PAGE_CSP(nonce),
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+    });
+    res.end(STATUS_PAGE.replaceAll('__NONCE__', nonce));
+  }
+
+  const server = createServer(function route(req, res) {
+    const path = new URL(req.url ?? '/', 'http://gateway').pathname;
+    if (path === '/status' || path === '/status.json' || path === '/status/events')
+      return void onStatus(req, res, path);
+    if (path.startsWith('/hooks/')) return onHook(req, res, path.slice('/hooks/'.length));
+    if (path === '/healthz') return text(res, 200, 'ok');
+    if (path === '/')
+      return text(
+        res,
+        200,
+        `Portcullis gateway "${config.current().gateway.name}": WebSocket on this URL (ws://), POST /hooks/<name>, status at /status\n`,
+      );
+    return text(res, 404, 'Not Found');
+  });
+  server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    const path = new URL(req.url ?? '/', 'http://gateway').pathname;
+    if (path !== '/' && path !== '/ws') {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+  server.on('clientError', (_error, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+  return server;
+}

@@ -1,0 +1,115 @@
+// The gateway's failure limiters and the limits in words. The three failure limiters are built
+// here, once per process (DESIGN 3.8), rather than inside the gates that use them: `auth` and
+// `auth-browser` guard both `connect` and the /status bearer check, so a lockout earned on one
+// holds on the other, and the status board reads each one's store. The control-plane quota and
+// the session limit live in rpc.js, the restart scheduler in restart.js.
+import { createFailureLimiter, presets } from '@portcullis/core';
+import { controlPlaneWriteMethods } from '@portcullis/rpc';
+import { SESSION_METHOD } from './rpc.js';
+import { formatMs } from './status.js';
+
+/** @import { Clock, MemoryStore, Timers } from '@portcullis/core' */
+/** @import { GatewayConfig, RateLimitConfig } from './config.js' */
+/** @import { JsonLogger } from './logger.js' */
+
+/**
+ * Builds the `auth`, `auth-browser` and `webhook` failure limiters, each with its own memory store.
+ * @param {RateLimitConfig} rl `gateway.auth.rateLimit` of the boot config
+ * @param {{ clock: Clock, timers: Timers, logger: JsonLogger }} services
+ */
+export function createFailureLimiters(rl, { clock, timers, logger }) {
+  return {
+    auth: createFailureLimiter({ ...rl, name: 'auth', clock, timers, logger }),
+    browser: createFailureLimiter({
+      ...rl,
+      exemptLoopback: false, // DESIGN 3.3: a page in a local browser is never exempt
+      name: 'auth-browser',
+      clock,
+      timers,
+      logger,
+    }),
+    webhook: createFailureLimiter({
+      ...presets.webhookAuth,
+      name: 'webhook',
+      clock,
+      timers,
+      logger,
+    }),
+  };
+}
+
+/** @typedef {ReturnType<typeof createFailureLimiters>} FailureLimiters */
+
+/**
+ * What the status board shows of each limiter: a title, the rule in words and the store it reads.
+ * @param {RateLimitConfig} rl
+ * @param {FailureLimiters} limiters
+ * @param {MemoryStore} quotaStore the control-plane quota's store
+ */
+export function statusLimiters(rl, limiters, quotaStore) {
+  const w = presets.webhookAuth;
+  const q = presets.controlPlaneWrites;
+  return {
+    failureLimiters: [
+      {
+        name: 'auth',
+        title: 'Gateway auth (CLI and server clients, no Origin)',
+        rule: `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class${rl.exemptLoopback ? '; direct-local loopback exempt' : ''}`,
+        store: /** @type {MemoryStore} */ (limiters.auth.store),
+      },
+      {
+        name: 'auth-browser',
+        title: 'Browser connections (with Origin)',
+        rule: `same numbers, never exempt; from loopback one bucket per Origin`,
+        store: /** @type {MemoryStore} */ (limiters.browser.store),
+      },
+      {
+        name: 'webhook',
+        title: 'Webhook ingress (POST /hooks/*)',
+        rule: `${w.maxAttempts} failures / ${formatMs(w.windowMs)} → ${formatMs(w.lockoutMs)} lockout per client IP; loopback not exempt`,
+        store: /** @type {MemoryStore} */ (limiters.webhook.store),
+      },
+    ],
+    windowLimiters: [
+      {
+        name: 'control-plane',
+        title: 'Control-plane writes',
+        rule: `${q.limit} calls / ${formatMs(q.windowMs)} per method per device + IP (${controlPlaneWriteMethods.join(', ')})`,
+        store: quotaStore,
+      },
+    ],
+  };
+}
+
+/**
+ * The limits in force, in words (the start banner and the README's table say the same).
+ * @param {GatewayConfig} config
+ * @returns {Array<[string, string]>}
+ */
+export function describeLimits(config) {
+  const rl = config.gateway.auth.rateLimit;
+  const w = presets.webhookAuth;
+  return [
+    [
+      'gateway auth',
+      `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class (shared-secret, password, device-token)${rl.exemptLoopback ? '; a direct-local CLI is exempt' : ''}`,
+    ],
+    ['browser origins', 'same numbers, never exempt; from loopback one bucket per Origin'],
+    [
+      'webhooks',
+      `${w.maxAttempts} failures / ${formatMs(w.windowMs)} → ${formatMs(w.lockoutMs)} lockout per client IP (plain 429 + Retry-After)`,
+    ],
+    [
+      'control-plane',
+      `${presets.controlPlaneWrites.limit} calls / ${formatMs(presets.controlPlaneWrites.windowMs)} per write method per device + IP (config.patch, config.apply, plugins.setEnabled, gateway.restart.request, …)`,
+    ],
+    [
+      'session creation',
+      `${presets.sessionCreation.limit} / ${formatMs(presets.sessionCreation.windowMs)} (${SESSION_METHOD}; re-opening a known sessionId is free)`,
+    ],
+    [
+      'restart',
+      `coalesced, ≥ ${formatMs(presets.restart.cooldownMs)} apart, ${formatMs(presets.restart.defaultDelayMs)} default delay (simulated: re-reads the config)`,
+    ],
+  ];
+}

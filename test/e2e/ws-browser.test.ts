@@ -2,15 +2,14 @@
 // WebSocket server. The page must be locked out (the browser is never loopback-exempt), each origin
 // must have its own bucket, and a Node CLI client on loopback must still get in.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type GuardUpgradeOptions, guardUpgrade } from '@portcullis/ws';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
+import { launchChromium } from '../support/chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SECRET = 'e2e-secret-token';
 const BROWSER_TIMEOUT_MS = 90_000;
 
@@ -121,12 +120,6 @@ function cliConnect(token: string): Promise<{ opened: boolean; status: number; m
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `The browser e2e test needs Debian's Chromium at ${CHROMIUM}, which is missing. ` +
-        'Install it with `apt-get update && apt-get install -y chromium` (.ci/run does this).',
-    );
-  }
   guarded = http.createServer((_req, res) => res.writeHead(426).end());
   wss = new WebSocketServer({ noServer: true });
   wss.on('connection', (ws, req) => {
@@ -154,19 +147,7 @@ beforeAll(async () => {
     pageOrigins.push(`http://127.0.0.1:${await listen(server)}`);
   }
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium('The browser e2e test');
   context = await browser.newContext();
 }, BROWSER_TIMEOUT_MS);
 

@@ -45,7 +45,15 @@ export function createSockets(options) {
     let conn;
     let refused = false;
     let connecting = false;
+    let pending = true;
     awaitingConnect += 1;
+    // Counted down exactly once, whichever comes first: accepted, or closed before that.
+    const settle = () => {
+      if (pending) {
+        pending = false;
+        awaitingConnect -= 1;
+      }
+    };
     const timer = timers.setTimeout(() => {
       if (conn === undefined && !refused) {
         refused = true;
@@ -59,7 +67,7 @@ export function createSockets(options) {
       client,
       accept(c) {
         conn = c;
-        awaitingConnect -= 1;
+        settle();
         timers.clearTimeout(timer);
         authenticated.add(ws);
       },
@@ -78,7 +86,7 @@ export function createSockets(options) {
     });
     ws.on('close', () => {
       timers.clearTimeout(timer);
-      if (conn === undefined) awaitingConnect -= 1;
+      settle();
       authenticated.delete(ws);
       board.changed();
     });

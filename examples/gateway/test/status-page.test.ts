@@ -3,12 +3,12 @@
 // examples/gateway/test-results/status.png.
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../../test/support/chromium.js';
 import { connect } from '../src/client.js';
 import { type Harness, HOOK_TOKEN, request, startGateway, TOKEN } from './helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const RESULTS = fileURLToPath(new URL('../test-results/', import.meta.url));
 const EVIL = 'http://evil.localhost:5173';
 
@@ -17,23 +17,7 @@ let h: Harness | undefined;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `Chromium is required for the status page test and was not found at ${CHROMIUM} (apt-get install chromium)`,
-    );
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium('The status page test');
   h = await startGateway();
 }, 60_000);
 

@@ -1,0 +1,404 @@
+// HTTP benchmark: bare Express / Koa / Fastify hello-world servers against the same apps with
+// Portcullis `rateLimit`, with the framework's best-known peer limiter, with a minimal
+// hand-written Map check that sets three headers, with Portcullis `headers: false` and with an
+// empty middleware. Each server runs in its own child process so its CPU time can be measured
+// alone; autocannon loads it from this process on 127.0.0.1. See bench/README.md.
+//
+//   npm run build && node bench/http/run.mjs
+//
+// Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (2 s per
+// server), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
+// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop), BENCH_HTTP_PROF (a directory: the
+// server children run with --cpu-prof and write their profiles there), BENCH_JSON (the report).
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const SELF = fileURLToPath(import.meta.url);
+
+/** A limit no run can reach: a 60 s window never refuses at these rates. */
+const LIMIT = 1_000_000_000;
+const WINDOW_MS = 60_000;
+const BODY = 'hello world';
+
+// ---------------------------------------------------------------------------------------------
+// Servers (child side)
+
+/**
+ * The hand-written reference of the issue: a Map of fixed windows keyed by the peer address,
+ * one clock read per request, three `X-RateLimit-*` headers. No proxy handling, no bounds.
+ */
+function mapCheck() {
+  const windows = new Map();
+  return function check(ip, setHeader) {
+    const now = Date.now();
+    let w = windows.get(ip);
+    if (w === undefined || now >= w.start + WINDOW_MS) {
+      w = { start: now, count: 0 };
+      windows.set(ip, w);
+    }
+    w.count++;
+    setHeader('X-RateLimit-Limit', String(LIMIT));
+    setHeader('X-RateLimit-Remaining', String(Math.max(0, LIMIT - w.count)));
+    setHeader('X-RateLimit-Reset', String(Math.ceil((w.start + WINDOW_MS - now) / 1000)));
+    return w.count <= LIMIT;
+  };
+}
+
+async function expressApp(variant) {
+  const express = require('express');
+  const app = express();
+  app.disable('x-powered-by');
+  if (variant === 'portcullis' || variant === 'quiet') {
+    const { rateLimit } = await import('@portcullis/express');
+    app.use(rateLimit({ limit: LIMIT, headers: variant === 'portcullis' }));
+  } else if (variant === 'noop') {
+    app.use(function noop(_req, _res, next) {
+      next();
+    });
+  } else if (variant === 'peer') {
+    const { rateLimit } = await import('express-rate-limit');
+    app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT }));
+  } else if (variant === 'map') {
+    const check = mapCheck();
+    app.use(function mapLimit(req, res, next) {
+      if (check(req.socket.remoteAddress, (n, v) => res.setHeader(n, v))) next();
+      else res.status(429).end();
+    });
+  }
+  app.get('/', (_req, res) => {
+    res.send(BODY);
+  });
+  return () => listenNode(app.listen.bind(app));
+}
+
+async function koaApp(variant) {
+  const { default: Koa } = await import('koa');
+  const app = new Koa();
+  if (variant === 'portcullis' || variant === 'quiet') {
+    const { rateLimit } = await import('@portcullis/koa');
+    app.use(rateLimit({ limit: LIMIT, headers: variant === 'portcullis' }));
+  } else if (variant === 'noop') {
+    app.use(function noop(_ctx, next) {
+      return next();
+    });
+  } else if (variant === 'peer') {
+    const { default: ratelimit } = await import('koa-ratelimit');
+    app.use(
+      ratelimit({
+        driver: 'memory',
+        db: new Map(),
+        duration: WINDOW_MS,
+        max: LIMIT,
+        id: (ctx) => ctx.ip,
+      }),
+    );
+  } else if (variant === 'map') {
+    const check = mapCheck();
+    app.use(function mapLimit(ctx, next) {
+      if (check(ctx.req.socket.remoteAddress, (n, v) => ctx.set(n, v))) return next();
+      ctx.status = 429;
+    });
+  }
+  app.use((ctx) => {
+    ctx.body = BODY;
+  });
+  return () => listenNode(app.listen.bind(app));
+}
+
+async function fastifyApp(variant) {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false });
+  if (variant === 'portcullis' || variant === 'quiet') {
+    const { portcullis } = await import('@portcullis/fastify');
+    await app.register(portcullis, { limit: LIMIT, headers: variant === 'portcullis' });
+  } else if (variant === 'noop') {
+    app.addHook('onRequest', function noop(_request, _reply, done) {
+      done();
+    });
+  } else if (variant === 'peer') {
+    const { default: rateLimit } = await import('@fastify/rate-limit');
+    await app.register(rateLimit, { max: LIMIT, timeWindow: WINDOW_MS });
+  } else if (variant === 'map') {
+    const check = mapCheck();
+    app.addHook('onRequest', function mapLimit(request, reply, done) {
+      if (check(request.raw.socket.remoteAddress, (n, v) => reply.header(n, v))) done();
+      else reply.code(429).send();
+    });
+  }
+  app.get('/', async () => BODY);
+  await app.ready();
+  return async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return app.server.address().port;
+  };
+}
+
+/** Listens with a Node-style `listen(port, host, callback)` and resolves to the port. */
+function listenNode(listen) {
+  return new Promise((resolve, reject) => {
+    const server = listen(0, '127.0.0.1', () => resolve(server.address().port));
+    server.once('error', reject);
+  });
+}
+
+const apps = { express: expressApp, koa: koaApp, fastify: fastifyApp };
+
+async function serve(framework, variant) {
+  const listen = await apps[framework](variant);
+  const port = await listen();
+  process.on('message', (m) => {
+    if (m === 'cpu') process.send({ cpu: process.cpuUsage() });
+    // Exiting through process.exit lets --cpu-prof write its profile.
+    else if (m === 'exit') process.exit(0);
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send({ port });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driver (parent side)
+
+const env = process.env;
+const SECONDS = Number(env.BENCH_HTTP_SECONDS ?? 5);
+const ROUNDS = Number(env.BENCH_HTTP_ROUNDS ?? 3);
+const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 2);
+const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
+const FRAMEWORKS = (env.BENCH_HTTP_FRAMEWORKS ?? 'express,koa,fastify').split(',');
+const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop').split(',');
+const PROF = env.BENCH_HTTP_PROF;
+
+const PEERS = {
+  express: 'express-rate-limit 8.7.5',
+  koa: 'koa-ratelimit 6.0.0 (memory)',
+  fastify: '@fastify/rate-limit 11.2.0',
+};
+const label = (framework, variant) =>
+  ({
+    bare: 'bare',
+    portcullis: 'Portcullis rateLimit',
+    peer: PEERS[framework],
+    map: 'hand-written Map + 3 headers',
+    noop: 'empty middleware',
+    quiet: 'Portcullis, headers: false',
+  })[variant];
+
+/** Portcullis targets of issue 3 (throughput cost, headers on). */
+const TARGET_PCT = { express: 5, koa: 8, fastify: 5 };
+
+function request(child, message, reply) {
+  return new Promise((resolve, reject) => {
+    const onExit = (code) => reject(new Error(`server exited (${code})`));
+    const onMessage = (m) => {
+      if (m && reply in m) {
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m[reply]);
+      }
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    if (message !== undefined) child.send(message);
+  });
+}
+
+async function start(framework, variant) {
+  const execArgv = PROF ? ['--cpu-prof', '--cpu-prof-dir', PROF] : [];
+  const child = fork(SELF, ['--server', framework, variant], {
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await request(child, undefined, 'port');
+  return { child, port, url: `http://127.0.0.1:${port}/` };
+}
+
+async function stop({ child }) {
+  if (child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.send('exit');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+const cpuMicros = (u) => u.user + u.system;
+
+async function load(server, seconds) {
+  const { default: autocannon } = await import('autocannon');
+  const before = cpuMicros(await request(server.child, 'cpu', 'cpu'));
+  const r = await autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    duration: seconds,
+  });
+  const after = cpuMicros(await request(server.child, 'cpu', 'cpu'));
+  const ok = r['2xx'];
+  if (r.non2xx > 0 || r.errors > 0 || ok === 0)
+    throw new Error(`${server.url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${ok} 2xx`);
+  const cpuUs = after - before;
+  return {
+    rps: ok / r.duration,
+    cpuUsPerReq: cpuUs / ok,
+    // Server CPU per wall second: near 100 % means the server, not the load generator, is the limit.
+    serverCpuPct: (cpuUs / 1e6 / r.duration) * 100,
+  };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+async function benchFramework(framework) {
+  const servers = {};
+  try {
+    for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
+    for (const variant of VARIANTS) await load(servers[variant], WARMUP);
+    const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      // bare, portcullis, peer, map, then map, peer, portcullis, bare, … so no variant always
+      // runs first or last in a round.
+      const order = round % 2 ? [...VARIANTS].reverse() : VARIANTS;
+      for (const variant of order) {
+        const run = await load(servers[variant], SECONDS);
+        runs[variant].push(run);
+        process.stderr.write(
+          `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU)\n`,
+        );
+      }
+    }
+    return summarise(framework, runs);
+  } finally {
+    await Promise.all(Object.values(servers).map(stop));
+  }
+}
+
+/** Ratios are taken per round against the bare run of the same round, then the median is kept. */
+function summarise(framework, runs) {
+  const bare = runs.bare;
+  return VARIANTS.map((variant) => {
+    const xs = runs[variant];
+    const rpsRatio = bare ? median(xs.map((x, i) => x.rps / bare[i].rps)) : undefined;
+    const cpuRatio = bare
+      ? median(xs.map((x, i) => x.cpuUsPerReq / bare[i].cpuUsPerReq))
+      : undefined;
+    return {
+      framework,
+      variant,
+      name: label(framework, variant),
+      rps: median(xs.map((x) => x.rps)),
+      cpuUsPerReq: median(xs.map((x) => x.cpuUsPerReq)),
+      serverCpuPct: median(xs.map((x) => x.serverCpuPct)),
+      rpsRatio,
+      cpuRatio,
+      overheadPct: rpsRatio === undefined ? undefined : (1 - rpsRatio) * 100,
+      rounds: xs.map((x) => ({
+        rps: Math.round(x.rps),
+        cpuUsPerReq: Number(x.cpuUsPerReq.toFixed(2)),
+      })),
+    };
+  });
+}
+
+function printTable(rows) {
+  const fmt = (x, d = 2) => (x === undefined ? '—' : x.toFixed(d));
+  const head = [
+    'framework',
+    'server',
+    'req/s',
+    'ratio',
+    'cost %',
+    'CPU µs/req',
+    'ratio',
+    'srv CPU',
+  ];
+  const table = rows.map((r) => [
+    r.framework,
+    r.name,
+    r.rps.toFixed(0),
+    fmt(r.rpsRatio, 3),
+    r.variant === 'bare' ? '—' : fmt(r.overheadPct, 1),
+    fmt(r.cpuUsPerReq, 1),
+    fmt(r.cpuRatio, 3),
+    `${r.serverCpuPct.toFixed(0)} %`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
+  const line = (cells) =>
+    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  console.log(line(head));
+  console.log(
+    `|${widths.map((w, i) => `${i < 2 ? ':' : '-'}${'-'.repeat(w)}${i < 2 ? '-' : ':'}`).join('|')}|`,
+  );
+  for (const row of table) console.log(line(row));
+}
+
+async function main() {
+  const perRun = VARIANTS.length * (WARMUP + ROUNDS * SECONDS) + 5;
+  const budgetS = FRAMEWORKS.length * perRun * 2 + 60;
+  // Everything is bounded: a stuck server or load generator ends the run with an error.
+  const guard = setTimeout(() => {
+    console.error(`bench/http: no result after ${budgetS} s, giving up`);
+    process.exit(1);
+  }, budgetS * 1000);
+  guard.unref();
+
+  const load1 = loadavg()[0];
+  console.log(
+    `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per server (+${WARMUP} s warm-up), ` +
+      `${CONNECTIONS} connections, pipelining 1, 127.0.0.1; Node ${process.version}; load ${load1.toFixed(2)}`,
+  );
+  console.log(`(about ${Math.ceil((FRAMEWORKS.length * perRun) / 60)} min)`);
+  const rows = [];
+  for (const framework of FRAMEWORKS) rows.push(...(await benchFramework(framework)));
+
+  console.log('');
+  printTable(rows);
+  console.log(
+    '\nratio: the server against the bare server of the same framework, per round, median over rounds' +
+      '\n(req/s ratio < 1 is slower; CPU ratio > 1 spends more server CPU per request). cost % = 1 − req/s ratio.' +
+      '\nsrv CPU: server CPU time per wall second; below ~95 % the load generator, not the server, set the pace.',
+  );
+  const verdicts = [];
+  for (const r of rows.filter((r) => r.variant === 'portcullis' && r.rpsRatio !== undefined)) {
+    const target = TARGET_PCT[r.framework];
+    const met = r.overheadPct <= target;
+    verdicts.push({ framework: r.framework, targetPct: target, costPct: r.overheadPct, met });
+    console.log(
+      `target ${r.framework}: ≤ ${target} % throughput cost; Portcullis ${r.overheadPct.toFixed(1)} % → ${met ? 'met' : 'NOT met'}`,
+    );
+  }
+  if (env.BENCH_JSON) {
+    const report = {
+      date: new Date().toISOString(),
+      node: process.version,
+      loadavg1: load1,
+      loadavg1End: loadavg()[0],
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      warmupSeconds: WARMUP,
+      connections: CONNECTIONS,
+      pipelining: 1,
+      rows,
+      targets: verdicts,
+    };
+    writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
+  }
+  clearTimeout(guard);
+}
+
+if (process.argv[2] === '--server') {
+  serve(process.argv[3], process.argv[4]).catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+} else {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

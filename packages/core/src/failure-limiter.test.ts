@@ -261,3 +261,46 @@ describe('createFailureLimiter (gateway defaults: 10 / 60 s → 300 s)', () => {
     expect(a.check(huge)).toMatchObject({ remaining: 1 });
   });
 });
+
+describe('createFailureLimiter: dry run and overflow warnings', () => {
+  it('exempt decisions of a dry-run limiter are flagged too', () => {
+    const l = createFailureLimiter({ dryRun: true });
+    expect(l.check('127.0.0.1')).toEqual({
+      allowed: true,
+      reason: 'exempt',
+      limit: 10,
+      remaining: 10,
+      retryAfterMs: 0,
+      resetMs: 0,
+      key: '127.0.0.1',
+      dryRun: true,
+    });
+    l.close();
+  });
+
+  it('warns once per episode of a table full of lockouts', () => {
+    const clock = manualClock(0);
+    const warn = vi.fn();
+    const l = createFailureLimiter({
+      maxAttempts: 1,
+      lockoutMs: 1000,
+      maxEntries: 1,
+      clock,
+      timers: clock,
+      logger: { warn, error: vi.fn() },
+    });
+    l.recordFailure('10.0.0.1');
+    l.check('10.0.0.2');
+    l.check('10.0.0.3');
+    expect(
+      warn.mock.calls.filter((c) => (c[0] as { code: string }).code === 'PORTCULLIS_OVERFLOW'),
+    ).toHaveLength(1);
+    clock.advance(1000);
+    l.check('10.0.0.2');
+    l.recordFailure('10.0.0.2');
+    l.check('10.0.0.3');
+    expect(
+      warn.mock.calls.filter((c) => (c[0] as { code: string }).code === 'PORTCULLIS_OVERFLOW'),
+    ).toHaveLength(2);
+  });
+});

@@ -10,6 +10,7 @@ import {
   either,
   integer,
   nonEmptyString,
+  type OptionCheck,
   oneOf,
   parseOptions,
   withMethods,
@@ -79,6 +80,8 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   >;
   /** The store in use. */
   readonly store: Store;
+  /** The logger lockouts are reported to, if any (a gate's browser limiter shares it). */
+  readonly logger: Logger | undefined;
 }
 
 /** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
@@ -120,9 +123,27 @@ export function normalizeScope(scope: unknown): string {
   if (scope === undefined || scope === null) return 'default';
   if (typeof scope !== 'string')
     throw new TypeError(`Portcullis: scope must be a string, got ${typeof scope}`);
-  const trimmed = scope.trim();
-  return trimmed === '' ? 'default' : boundedKey(trimmed);
+  return scope.trim() === '' ? 'default' : boundedKey(scope);
 }
+
+/**
+ * Checks a `limiter` option: a failure limiter made by {@link createFailureLimiter} (its `config`
+ * and `store` are read by the gates, so a look-alike with the three methods is not enough).
+ */
+export const failureLimiterOption: OptionCheck<FailureLimiter> = (value, fail) => {
+  const expected = 'a limiter from createFailureLimiter()';
+  const v = value as Partial<FailureLimiter> | null;
+  if (v === null || typeof v !== 'object') return fail(expected);
+  const methods = [v.check, v.recordFailure, v.recordSuccess];
+  if (
+    methods.some((m) => typeof m !== 'function') ||
+    typeof v.config !== 'object' ||
+    typeof v.store !== 'object'
+  ) {
+    return fail(expected);
+  }
+  return v as FailureLimiter;
+};
 
 /**
  * Creates a failure limiter (DESIGN 3.1): a sliding log of failure times per `scope:subject`, a
@@ -168,13 +189,26 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
   }
 
   function exemptDecision(key: string): Decision {
-    return decision(true, 'exempt', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
+    const d = decision(true, 'exempt', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
+    return config.dryRun ? asDryRun(d) : d;
   }
+
+  // One warning per episode of a store full of lockouts, not one per refused request.
+  let overflowing = false;
 
   function finish(scope: string, key: string, d: Decision): Decision {
     const out = withKey(d, key);
     if (out.reason !== 'allowed' && out.reason !== 'locked')
       publishDecision(config.name, scope, out);
+    if ((out.reason === 'overflow') !== overflowing) {
+      overflowing = !overflowing;
+      if (overflowing) {
+        logger?.warn(
+          { code: 'PORTCULLIS_OVERFLOW', limiter: config.name, scope, key },
+          `Portcullis: limiter "${config.name}" is full of lockouts and refuses new keys (reason 'overflow')`,
+        );
+      }
+    }
     return config.dryRun ? asDryRun(out) : out;
   }
 
@@ -246,5 +280,6 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     close: () => (ownStore ? store.close() : undefined),
     config,
     store,
+    logger,
   };
 }

@@ -123,3 +123,20 @@ describe('MemoryStore rules', () => {
     });
   });
 });
+
+describe('MemoryStore eviction order', () => {
+  it('drops an expired key before any live one, however recently it last swept', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ maxEntries: 2, clock, timers: clock });
+    const short: WindowRule = { algorithm: 'fixed-window', limit: 5, windowMs: 100 };
+    const long: WindowRule = { algorithm: 'fixed-window', limit: 5, windowMs: 10_000 };
+    store.consume('a-live', long, 1);
+    store.consume('b-short', short, 1);
+    store.consume('c-new', long, 1); // full, nothing expired: the oldest (a-live) goes
+    expect(store.peek('a-live', long)).toMatchObject({ remaining: 5, resetMs: 0 });
+    clock.advance(100); // b-short has expired, a few ms after the last sweep
+    store.consume('d-new', long, 1);
+    expect(store.peek('c-new', long)).toMatchObject({ remaining: 4 });
+    expect(store.size()).toBe(2);
+  });
+});

@@ -94,7 +94,6 @@ export class MemoryStore implements Store {
   /** While now < this, every slot is protected and the store refuses new keys. */
   #saturatedUntil = 0;
   #closed = false;
-  #lastFullSweep = Number.NEGATIVE_INFINITY;
 
   /** @param options see {@link MemoryStoreOptions} */
   constructor(options?: MemoryStoreOptions) {
@@ -388,15 +387,14 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * A full sweep when the table is full pays only if something has expired, and at most once a
-   * second: under a flood of new keys the queue's oldest entries are evicted without scanning.
+   * A full sweep when the table is full pays only if something has expired. After a sweep the hint
+   * is the earliest expiry left, later than now, so this runs at most once per clock millisecond.
    */
   #sweepDue(now: number): boolean {
-    return now >= this.#expiryHint && now - this.#lastFullSweep >= 1000;
+    return now >= this.#expiryHint;
   }
 
   #sweepExpired(now: number): number {
-    this.#lastFullSweep = now;
     let dropped = 0;
     let hint = Number.POSITIVE_INFINITY;
     for (const [key, slot] of this.#slots) {

@@ -4,10 +4,11 @@ import {
   fixedWindowRoll,
   type FixedWindowState,
 } from './algorithms/fixed-window.js';
-import { type Clock, systemClock } from './clock.js';
+import { type Clock, systemClock, type Timers } from './clock.js';
 import type { Decision } from './decision.js';
 import { sessionRateLimitMessage } from './error-shapes.js';
-import { integer, parseOptions, withMethods } from './options.js';
+import type { Logger } from './events.js';
+import { boolean, integer, parseOptions, withMethods } from './options.js';
 import type { WindowRule } from './store.js';
 
 /** Options of {@link createSessionCreationLimiter}. */
@@ -18,6 +19,12 @@ export interface SessionCreationLimiterOptions {
   windowMs?: number;
   /** Time source. @default systemClock */
   clock?: Clock;
+  /** Accepted like every limiter's; this one sets no timers. */
+  timers?: Timers;
+  /** Count as usual, but never throw: a would-be refusal is only logged. @default false */
+  dryRun?: boolean;
+  /** Receives a warning for each refusal in dry-run mode. */
+  logger?: Logger;
 }
 
 /** One fixed window per instance; the state dies with the instance. */
@@ -33,7 +40,14 @@ export interface SessionCreationLimiter {
   reset(): void;
 }
 
-const sessionSpec = { limit: integer(1), windowMs: integer(1), clock: withMethods<Clock>('now') };
+const sessionSpec = {
+  limit: integer(1),
+  windowMs: integer(1),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  dryRun: boolean,
+  logger: withMethods<Logger>('warn', 'error'),
+};
 
 /**
  * Creates the session-creation limiter (DESIGN 3.6): 120 new sessions per 10 s per instance by
@@ -50,14 +64,22 @@ export function createSessionCreationLimiter(
     windowMs: o.windowMs ?? 10_000,
   };
   const clock = o.clock ?? systemClock;
+  const dryRun = o.dryRun ?? false;
+  const logger = o.logger;
   let state: FixedWindowState | undefined;
   return {
     consume(method: string): void {
       const now = clock.now();
       const next = fixedWindowRoll(state, now, rule);
       const d = fixedWindowConsume(next, now, rule, 1, 'session-creation');
-      if (!d.allowed) throw new Error(sessionRateLimitMessage(method, d.retryAfterMs));
       state = next;
+      if (d.allowed) return;
+      const message = sessionRateLimitMessage(method, d.retryAfterMs);
+      if (!dryRun) throw new Error(message);
+      logger?.warn(
+        { code: 'SESSION_RATE_LIMITED', method, retryAfterMs: d.retryAfterMs, dryRun },
+        `${message} (dry run)`,
+      );
     },
     peek: () => fixedWindowPeek(state, clock.now(), rule, 'session-creation'),
     reset(): void {

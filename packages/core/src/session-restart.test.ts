@@ -156,3 +156,23 @@ describe('createRestartScheduler', () => {
     );
   });
 });
+
+describe('createSessionCreationLimiter: dry run', () => {
+  it('never throws in dry-run mode and logs what it would have refused', () => {
+    const clock = manualClock(0);
+    const warn = vi.fn();
+    const limiter = createSessionCreationLimiter({
+      limit: 1,
+      clock,
+      timers: clock,
+      dryRun: true,
+      logger: { warn, error: vi.fn() },
+    });
+    limiter.consume('session/new');
+    expect(() => limiter.consume('session/new')).not.toThrow();
+    expect(warn).toHaveBeenCalledWith(
+      { code: 'SESSION_RATE_LIMITED', method: 'session/new', retryAfterMs: 10_000, dryRun: true },
+      'ACP session creation rate limit exceeded for session/new; retry after 10s. (dry run)',
+    );
+  });
+});

@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from './memory-store.js';
 import { manualClock } from './testing/manual-clock.js';
 import { createWindowLimiter, type WindowLimiterOptions } from './window-limiter.js';
@@ -124,5 +124,49 @@ describe('createWindowLimiter', () => {
     expect(() => createWindowLimiter(options as WindowLimiterOptions)).toThrow(
       expect.objectContaining({ code }),
     );
+  });
+});
+
+describe('createWindowLimiter: dry run and overflow', () => {
+  it('peek in dry-run mode reports like consume: allowed, flagged, reason kept', () => {
+    const clock = manualClock(0);
+    const l = createWindowLimiter({ limit: 1, windowMs: 1000, dryRun: true, clock, timers: clock });
+    l.consume('k');
+    expect(l.peek('k')).toEqual({
+      allowed: true,
+      reason: 'limited',
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetMs: 1000,
+      key: 'k',
+      dryRun: true,
+    });
+  });
+
+  it('warns once when a store full of blocked windows first refuses a new key', () => {
+    const clock = manualClock(0);
+    const warn = vi.fn();
+    const l = createWindowLimiter({
+      limit: 1,
+      windowMs: 1000,
+      maxEntries: 2,
+      clock,
+      timers: clock,
+      logger: { warn, error: vi.fn() },
+    });
+    l.consume('a');
+    l.consume('b');
+    expect(l.consume('c')).toMatchObject({
+      allowed: false,
+      reason: 'overflow',
+      retryAfterMs: 1000,
+    });
+    expect(l.consume('d')).toMatchObject({ reason: 'overflow' });
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(warn.mock.calls[0]?.[0]).toMatchObject({
+      code: 'PORTCULLIS_OVERFLOW',
+      limiter: 'default',
+    });
   });
 });

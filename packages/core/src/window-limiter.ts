@@ -23,7 +23,7 @@ export interface WindowLimiterOptions {
   clock?: Clock;
   /** Timers for the built-in store's sweep. @default systemTimers */
   timers?: Timers;
-  /** Optional logger (store problems). */
+  /** Warned once when the store, full of blocked windows, first refuses a new key ('overflow'). */
   logger?: Logger;
   /** Count and publish as usual, but never refuse. @default false */
   dryRun?: boolean;
@@ -98,9 +98,20 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
   const dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
 
+  const logger = o.logger;
+  let warnedOverflow = false;
+
   function finish(key: string, d: Decision): Decision {
     const out = namespace === '' ? d : withKey(d, key);
     if (out.reason !== 'allowed') publishDecision(name, undefined, out);
+    if (out.reason === 'overflow' && !warnedOverflow && logger !== undefined) {
+      // Once per limiter: the hot path cannot see when an episode ends, and the channel has them all.
+      warnedOverflow = true;
+      logger.warn(
+        { code: 'PORTCULLIS_OVERFLOW', limiter: name, key },
+        `Portcullis: limiter "${name}" is full of blocked windows and refuses new keys (reason 'overflow'); further overflows are published on portcullis:overflow`,
+      );
+    }
     return dryRun ? asDryRun(out) : out;
   }
 
@@ -128,12 +139,12 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
         },
     peek(key: string): MaybePromise<Decision> {
       const k = keyOf(key);
+      const report = (d: Decision) => {
+        const out = namespace === '' ? d : withKey(d, k);
+        return dryRun ? asDryRun(out) : out;
+      };
       const d = store.peek(namespace + k, rule);
-      return isPromise(d)
-        ? d.then((r) => (namespace === '' ? r : withKey(r, k)))
-        : namespace === ''
-          ? d
-          : withKey(d, k);
+      return isPromise(d) ? d.then(report) : report(d);
     },
     reset: (key: string) => store.delete(namespace + keyOf(key)),
     size: () => store.size(),

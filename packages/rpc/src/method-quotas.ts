@@ -3,6 +3,7 @@ import {
   createWindowLimiter,
   type Decision,
   isPromise,
+  type Logger,
   type MaybePromise,
   methodRateLimitedError,
   PortcullisConfigError,
@@ -80,6 +81,8 @@ export interface MethodQuotaOptions<Params = unknown, Ctx = unknown> {
   dryRun?: boolean;
   /** Told about every refusal (and would-be refusal in dry-run mode); its return value is ignored. */
   onLimited?: (event: MethodLimitedEvent<Params, Ctx>) => void;
+  /** Warned once if the bucket table, full of blocked buckets, refuses a new caller. */
+  logger?: Logger;
   /** Names the limiter in diagnostics events; namespaces its keys in a shared store. @default 'control-plane' */
   name?: string;
 }
@@ -118,6 +121,7 @@ const quotaSpec = {
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,
   onLimited: func<(event: MethodLimitedEvent) => void>(),
+  logger: withMethods<Logger>('warn', 'error'),
   name: nonEmptyString,
 };
 
@@ -163,6 +167,7 @@ export function withMethodQuotas<Params, Ctx, Result>(
     ...(o.clock !== undefined && { clock: o.clock }),
     ...(o.timers !== undefined && { timers: o.timers }),
     ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
+    ...(o.logger !== undefined && { logger: o.logger }),
   });
 
   function refusal(method: string, key: string, d: Decision): PortcullisRpcError {

@@ -1,5 +1,7 @@
 import {
   type Clock,
+  type Logger,
+  type Timers,
   createSessionCreationLimiter,
   isPromise,
   PortcullisConfigError,
@@ -8,7 +10,7 @@ import {
 } from '@portcullis/core';
 import { compileMethodPatterns, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
-import { checkDispatch, func, integer, withMethods } from './validate.js';
+import { boolean, checkDispatch, func, integer, withMethods } from './validate.js';
 
 /** The ACP methods that open a session, the default of `withSessionCreationLimit`'s `methods`. */
 export const sessionOpeningMethods = Object.freeze(['session/new', 'session/load'] as const);
@@ -31,6 +33,12 @@ export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown> {
   windowMs?: number;
   /** Time source of the limiter created here. @default systemClock */
   clock?: Clock;
+  /** Timers of the limiter created here (it sets none; accepted like every limiter's). */
+  timers?: Timers;
+  /** Never refuse; log what would have been refused. @default false */
+  dryRun?: boolean;
+  /** Receives the dry-run warnings. */
+  logger?: Logger;
 }
 
 /** A dispatcher wrapped by {@link withSessionCreationLimit}. */
@@ -54,6 +62,9 @@ const sessionSpec = {
   limit: integer(1),
   windowMs: integer(1),
   clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  dryRun: boolean,
+  logger: withMethods<Logger>('warn', 'error'),
 };
 
 /**
@@ -76,7 +87,9 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
   checkDispatch(dispatch, WHERE);
   const o = parseOptions(options, sessionSpec, WHERE);
   if (o.limiter !== undefined) {
-    const clash = (['limit', 'windowMs', 'clock'] as const).find((k) => o[k] !== undefined);
+    const clash = (['limit', 'windowMs', 'clock', 'timers', 'dryRun', 'logger'] as const).find(
+      (k) => o[k] !== undefined,
+    );
     if (clash !== undefined) {
       throw new PortcullisConfigError(
         'ERR_PORTCULLIS_LIMITER',
@@ -91,6 +104,9 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
       ...(o.limit !== undefined && { limit: o.limit }),
       ...(o.windowMs !== undefined && { windowMs: o.windowMs }),
       ...(o.clock !== undefined && { clock: o.clock }),
+      ...(o.timers !== undefined && { timers: o.timers }),
+      ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
+      ...(o.logger !== undefined && { logger: o.logger }),
     });
   const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
   const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];

@@ -12,6 +12,8 @@ import {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  failureLimiterOption,
+  normalizeScope,
   refusedUncounted,
 } from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
@@ -43,7 +45,9 @@ export interface AuthGateOptions<Req> {
   logger?: Logger;
 }
 
-const limiterCheck = withMethods<FailureLimiter>('check', 'recordFailure', 'recordSuccess');
+/** A string (blank means the default scope, as DESIGN 3.1 says). */
+const stringOption = (value: unknown, fail: (expected: string) => never): string =>
+  typeof value === 'string' ? value : fail('a string');
 
 /** Options every gate shares with {@link createClientResolver}. */
 export const clientOptionSpec = {
@@ -129,10 +133,10 @@ export function createAuthGate<Req>(
     {
       ...setup.extra,
       verify: func,
-      scope: nonEmptyString,
-      limiter: limiterCheck,
+      scope: stringOption,
+      limiter: failureLimiterOption,
       options: objectOption<FailureLimiterOptions>,
-      browserLimiter: limiterCheck,
+      browserLimiter: failureLimiterOption,
       ...clientOptionSpec,
     },
     where,
@@ -141,7 +145,15 @@ export function createAuthGate<Req>(
   const verify = (
     (setup.needsVerify ?? true) ? required(o.verify, 'verify', 'a function', where) : o.verify
   ) as ((req: Req) => MaybePromise<AuthOutcome>) | undefined;
-  const limiter = o.limiter ?? createFailureLimiter({ ...presets.gatewayAuth, ...o.options });
+  // The gate's logger also receives the lockout warnings of the limiters it builds.
+  const limiter =
+    o.limiter ??
+    createFailureLimiter({
+      ...presets.gatewayAuth,
+      ...(o.logger !== undefined && { logger: o.logger }),
+      ...o.options,
+    });
+  const lockoutLogger = limiter.logger ?? o.logger;
   const browserLimiter =
     o.browserLimiter ??
     createFailureLimiter({
@@ -153,9 +165,9 @@ export function createAuthGate<Req>(
       exemptLoopback: false,
       name: `${limiter.config.name}-browser`,
       store: limiter.store,
-      ...(o.options?.logger !== undefined && { logger: o.options.logger }),
+      ...(lockoutLogger !== undefined && { logger: lockoutLogger }),
     });
-  const gateScope = o.scope ?? 'default';
+  const gateScope = normalizeScope(o.scope);
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),

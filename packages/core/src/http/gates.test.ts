@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RawRequest } from '../client.js';
 import type { Decision } from '../decision.js';
 import { authRateLimitedError } from '../error-shapes.js';
@@ -119,6 +119,28 @@ describe('createAuthGate', () => {
     expect(!r.ok && r.answer.status).toBe(503);
   });
 
+  it('a blank scope is the default scope; the gate logger hears lockouts of both limiters', () => {
+    const warn = vi.fn();
+    const gate = createAuthGate<{ token?: string }>({
+      verify: () => 'invalid',
+      scope: '  ',
+      logger: { warn, error: vi.fn() },
+    });
+    for (let i = 0; i < 10; i++) gate.run(raw('203.0.113.50'), {});
+    for (let i = 0; i < 10; i++) gate.run(raw('127.0.0.1', { origin: 'http://a.localhost' }), {});
+    expect(gate.limiter.check('203.0.113.50', 'default')).toMatchObject({ reason: 'locked' });
+    expect(warn).toHaveBeenCalledTimes(2);
+    expect(warn.mock.calls.map((c) => c[0])).toMatchObject([
+      { code: 'AUTH_RATE_LIMITED', limiter: 'auth', scope: 'default', key: '203.0.113.50' },
+      {
+        code: 'AUTH_RATE_LIMITED',
+        limiter: 'auth-browser',
+        scope: 'default',
+        key: 'browser-origin:http://a.localhost',
+      },
+    ]);
+  });
+
   it('rejects bad setups', () => {
     expect(() => createAuthGate({} as never)).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_VERIFY' }),
@@ -132,22 +154,28 @@ describe('createAuthGate', () => {
     expect(() => createAuthGate({ verify: () => 'ok', trustedProxies: true as never })).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_TRUSTED_PROXIES' }),
     );
+    expect(() =>
+      createAuthGate({
+        verify: () => 'ok',
+        limiter: { check() {}, recordFailure() {}, recordSuccess() {} } as never,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMITER' }));
     const gate = createAuthGate({ verify: () => 'maybe' as AuthOutcome });
     expect(() => gate.run(raw('1.2.3.4'), {})).toThrow(TypeError);
   });
 });
 
 describe('createWebhookGate (20 / 60 s → 60 s)', () => {
-  it('401 below the limit, plain 429 with Retry-After on the 20th, success resets and passes even when locked', () => {
+  it('401 for the 20 failures (the 20th starts the lockout), plain 429 with Retry-After from the 21st; success resets and passes even when locked', () => {
     const clock = manualClock(0);
     const gate = createWebhookGate<{ token?: string }>({
       verify: (r) => (r.token === undefined ? 'missing' : r.token === 'hook' ? 'ok' : 'invalid'),
       options: { clock, timers: clock },
     });
     const sender = raw('198.51.100.7');
-    for (let i = 1; i <= 19; i++) {
+    for (let i = 1; i <= 20; i++) {
       const r = gate.run(sender, i % 2 ? {} : { token: 'bad' }) as GateResult;
-      expect(!r.ok && r.answer).toEqual({
+      expect(!r.ok && r.answer, `failure ${i}`).toEqual({
         status: 401,
         headers: { 'Content-Type': 'text/plain; charset=utf-8' },
         body: 'Unauthorized',
@@ -162,12 +190,23 @@ describe('createWebhookGate (20 / 60 s → 60 s)', () => {
     clock.advance(500);
     const again = gate.run(sender, {}) as GateResult;
     expect(!again.ok && again.answer.headers['Retry-After']).toBe('60');
+    clock.advance(500);
+    expect(gate.limiter.check({ key: '198.51.100.7' })).toMatchObject({ retryAfterMs: 59_000 });
     expect((gate.run(sender, { token: 'hook' }) as GateResult).ok).toBe(true);
     const fresh = gate.run(sender, { token: 'bad' }) as GateResult;
     expect(!fresh.ok && fresh.answer.status).toBe(401);
-    for (let i = 0; i < 30; i++) gate.run(raw('127.0.0.1'), { token: 'bad' });
+    for (let i = 0; i < 20; i++) gate.run(raw('127.0.0.1'), { token: 'bad' });
     const local = gate.run(raw('127.0.0.1'), { token: 'bad' }) as GateResult;
     expect(!local.ok && local.answer.status).toBe(429);
+  });
+
+  it('takes only limiters made by createFailureLimiter', () => {
+    expect(() =>
+      createWebhookGate({
+        verify: () => 'ok',
+        limiter: { check() {}, recordFailure() {}, recordSuccess() {} } as never,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMITER' }));
   });
 });
 

@@ -7,8 +7,10 @@ import {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  failureLimiterOption,
+  refusedUncounted,
 } from '../failure-limiter.js';
-import { func, parseOptions, required, withMethods } from '../options.js';
+import { func, parseOptions, required } from '../options.js';
 import { presets } from '../presets.js';
 import { type GateResult, textAnswer } from './answer.js';
 import {
@@ -60,7 +62,7 @@ export function createWebhookGate<Req>(
     {
       ...extra,
       verify: func,
-      limiter: withMethods<FailureLimiter>('recordFailure', 'recordSuccess'),
+      limiter: failureLimiterOption,
       options: objectOption<FailureLimiterOptions>,
       ...clientOptionSpec,
     },
@@ -71,7 +73,13 @@ export function createWebhookGate<Req>(
     req: Req,
   ) => MaybePromise<AuthOutcome>;
   const limiter =
-    o.limiter ?? createFailureLimiter({ ...presets.webhookAuth, name: 'webhook', ...o.options });
+    o.limiter ??
+    createFailureLimiter({
+      ...presets.webhookAuth,
+      name: 'webhook',
+      ...(o.logger !== undefined && { logger: o.logger }),
+      ...o.options,
+    });
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
@@ -80,10 +88,10 @@ export function createWebhookGate<Req>(
   const unauthorized = textAnswer(401, 'Unauthorized');
   const unavailable = textAnswer(503, 'Service Unavailable');
 
-  function afterFailure(d: Decision): GateResult {
-    if (d.allowed) return { ok: false, decision: d, answer: unauthorized, error: undefined };
-    if (d.reason === 'store-error')
+  function refuse(d: Decision): GateResult {
+    if (d.reason === 'store-error') {
       return { ok: false, decision: d, answer: unavailable, error: undefined };
+    }
     const answer = textAnswer(429, 'Too Many Requests', {
       'Retry-After': String(retryAfterSeconds(d.retryAfterMs)),
     });
@@ -93,9 +101,19 @@ export function createWebhookGate<Req>(
   function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
     // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
     const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
-    if (checkOutcome(outcome) === 'ok')
+    if (checkOutcome(outcome) === 'ok') {
       return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
-    return mapMaybe(limiter.recordFailure(subject), afterFailure);
+    }
+    // The failure path (DESIGN 3.1): a locked-out sender is refused uncounted; otherwise the
+    // failure is counted and answered 401, even the one that starts the lockout.
+    return mapMaybe(limiter.check(subject), (before) => {
+      if (!before.allowed) return refuse(before);
+      return mapMaybe(limiter.recordFailure(subject), (after) =>
+        refusedUncounted(after)
+          ? refuse(after)
+          : { ok: false, decision: after, answer: unauthorized, error: undefined },
+      );
+    });
   }
 
   return {

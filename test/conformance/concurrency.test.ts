@@ -1,4 +1,4 @@
-import { createFailureLimiter } from '@portcullis/core';
+import { createFailureLimiter, presets } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AnyRequest, type App, type AppSpec, frameworks } from './harness.js';
@@ -73,11 +73,41 @@ describe.each(frameworks)('concurrency — $name', (fw) => {
     },
   );
 
-  it('200 concurrent wrong webhook tokens from one sender: exactly 19 × 401, then 429', async () => {
-    const clock = manualClock(0);
-    app = await fw.build({
-      webhook: { verify: wrong, trustedProxies: ['127.0.0.1'], options: { clock, timers: clock } },
-    });
-    expect(await flood(app, 200, '/webhook')).toEqual({ 401: 19, 429: 181 });
-  });
+  const webhookVariants: [string, () => Partial<NonNullable<AppSpec['webhook']>>][] = [
+    ['synchronous verify, memory store', () => ({ verify: wrong })],
+    [
+      'asynchronous verify, memory store',
+      () => ({ verify: async (req: AnyRequest) => wrong(req) }),
+    ],
+    [
+      'asynchronous verify, a store that answers later',
+      () => {
+        const clock = manualClock(0);
+        return {
+          verify: async (req: AnyRequest) => wrong(req),
+          limiter: createFailureLimiter({
+            ...presets.webhookAuth,
+            store: new LaggingStore(clock),
+          }),
+        };
+      },
+    ],
+  ];
+
+  it.each(webhookVariants)(
+    '200 concurrent wrong webhook tokens from one sender: exactly 20 × 401 (the 20th starts the lockout), then 429 (%s)',
+    async (_label, make) => {
+      const clock = manualClock(0);
+      const extra = make();
+      app = await fw.build({
+        webhook: {
+          verify: wrong,
+          trustedProxies: ['127.0.0.1'],
+          ...(extra.limiter === undefined && { options: { clock, timers: clock } }),
+          ...extra,
+        },
+      });
+      expect(await flood(app, 200, '/webhook')).toEqual({ 401: 20, 429: 180 });
+    },
+  );
 });

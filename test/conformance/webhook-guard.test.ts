@@ -65,9 +65,9 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
     expect(reply.text).toBe('ok');
   });
 
-  it('answers 19 wrong tokens 401; the 20th gets a plain-text 429 with Retry-After: 60', async () => {
+  it('answers 20 wrong tokens 401 (the 20th starts the lockout); the 21st gets a plain-text 429 with Retry-After: 60', async () => {
     await start();
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
     clock.advance(20_500);
     await expectLimited('203.0.113.9', 'wrong', '40');
@@ -77,6 +77,7 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
     await start();
     await fail('203.0.113.9', 10, null);
     await fail('203.0.113.9', 9);
+    await fail('203.0.113.9', 1, null);
     await expectLimited('203.0.113.9', null, '60');
   });
 
@@ -84,38 +85,39 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
     await start();
     await fail('203.0.113.9', 19);
     expect((await deliver('203.0.113.9', 'right')).status).toBe(200);
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
   });
 
   it('a right token passes even during a lockout, and lifts it', async () => {
     await start();
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
     expect((await deliver('203.0.113.9', 'right')).status).toBe(200);
-    await fail('203.0.113.9', 1);
+    await fail('203.0.113.9', 20);
+    await expectLimited('203.0.113.9', 'wrong', '60');
   });
 
   it('ends the lockout exactly 60 s after it started', async () => {
     await start();
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
     clock.set(T0 + 59_999);
     await expectLimited('203.0.113.9', 'wrong', '1');
     clock.set(T0 + 60_000);
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
   });
 
   it('does not exempt loopback senders', async () => {
     await start({}, false);
-    await fail(undefined, 19);
+    await fail(undefined, 20);
     await expectLimited(undefined, 'wrong', '60');
   });
 
   it('leaves other senders unaffected', async () => {
     await start();
-    await fail('203.0.113.9', 19);
+    await fail('203.0.113.9', 20);
     await expectLimited('203.0.113.9', 'wrong', '60');
     await fail('198.51.100.4', 1);
     expect((await deliver('198.51.100.4', 'right')).status).toBe(200);
@@ -130,7 +132,7 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
         options: { maxAttempts: 2, lockoutMs: 5_000, clock, timers: clock },
       },
     });
-    await fail('203.0.113.9', 1);
+    await fail('203.0.113.9', 2);
     await expectLimited('203.0.113.9', 'wrong', '5');
   });
 });

@@ -250,11 +250,12 @@ export async function runDemo(options = {}) {
       const first = await post(hookToken);
       expect(first.status === 202, 'the right token → 202', first.status);
       const limit = presets.webhookAuth.maxAttempts;
-      for (let i = 1; i < limit; i++) {
+      // Every counted failure gets 401, the one that starts the lockout too (DESIGN 3.1).
+      for (let i = 1; i <= limit; i++) {
         const r = await post(`bad-${i}`);
         expect(r.status === 401, `wrong token ${i} → 401`, r.status);
       }
-      const limited = await post('bad-last');
+      const limited = await post(`bad-${limit + 1}`);
       const body = await limited.text();
       const retryAfter = limited.headers.get('retry-after');
       expect(
@@ -267,7 +268,7 @@ export async function runDemo(options = {}) {
       );
       const again = await post(hookToken);
       expect(again.status === 202, 'the right token still → 202 (and resets)', again.status);
-      return `POST ${url.slice(httpUrl.length)}: right token → 202 (resets), ${limit - 1} wrong → 401 each, wrong #${limit} → ${limited.status} Retry-After: ${retryAfter} "${body}"; right token again → ${again.status}`;
+      return `POST ${url.slice(httpUrl.length)}: right token → 202 (resets), ${limit} wrong → 401 each, wrong #${limit + 1} → ${limited.status} Retry-After: ${retryAfter} "${body}"; right token again → ${again.status}`;
     });
 
     await step('config.patch × 31', async () => {

@@ -33,7 +33,9 @@ describe('npm run demo', () => {
     expect(lines[2]).toContain(
       '"code":"AUTH_RATE_LIMITED","limiter":"auth-browser","scope":"shared-secret","key":"browser-origin:http://evil-',
     );
-    expect(lines[6]).toContain('wrong #20 → 429 Retry-After: 60 "Too Many Requests"');
+    expect(lines[6]).toContain(
+      '20 wrong → 401 each, wrong #21 → 429 Retry-After: 60 "Too Many Requests"',
+    );
     expect(lines[7]).toMatch(
       /then \{"code":"UNAVAILABLE","message":"rate limit exceeded for config\.patch; retry after 60s","retryable":true,"retryAfterMs":\d+,"details":\{"method":"config\.patch","limit":"30 per 60s"\}\}/,
     );

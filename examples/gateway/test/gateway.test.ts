@@ -232,9 +232,9 @@ describe('webhooks: POST /hooks/<name>', () => {
   const hook = (g: Harness, headers: Record<string, string>) =>
     request(`${g.url}/hooks/github`, { method: 'POST', headers, body: '{"a":1}' });
 
-  it('401 below the limit, a plain 429 with Retry-After on the 20th failure, a right token passes', async () => {
+  it('401 for 20 failures (the 20th starts the lockout), a plain 429 with Retry-After from the 21st, a right token passes', async () => {
     const g = await start();
-    for (let i = 1; i <= 19; i++) {
+    for (let i = 1; i <= 20; i++) {
       const r = await hook(g, i % 2 ? {} : { authorization: 'Bearer nope' });
       expect([r.status, r.headers['content-type'], r.body]).toEqual([
         401,
@@ -247,6 +247,10 @@ describe('webhooks: POST /hooks/<name>', () => {
     expect(limited.headers['retry-after']).toBe('60');
     expect(limited.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(limited.body).toBe('Too Many Requests');
+    // The lockout started on the 20th failure: one warning from the webhook limiter.
+    expect(g.logger.entries().filter((e) => e['code'] === 'AUTH_RATE_LIMITED')).toEqual([
+      expect.objectContaining({ level: 'warn', limiter: 'webhook', lockoutMs: 60_000 }),
+    ]);
     g.clock.advance(30_500);
     expect((await hook(g, {})).headers['retry-after']).toBe('30');
     expect(g.logger.entries().filter((e) => e['code'] === 'WEBHOOK_RATE_LIMITED')).toHaveLength(2);

@@ -78,13 +78,13 @@ describe('POST /hooks/:name (webhookGuard)', () => {
     expect(res.body).toEqual({ accepted: 'build-finished' });
   });
 
-  it('answers 401 to 19 wrong tokens and 429 from the 20th failure for 60 s', async () => {
+  it('answers 401 to 20 wrong tokens (the 20th starts the lockout) and 429 from the 21st for 60 s', async () => {
     const { clock, hook } = setup();
-    for (let i = 1; i <= 19; i++) {
+    for (let i = 1; i <= 20; i++) {
       const res = await hook(`wrong-${i}`).expect(401);
       expect(res.text).toBe('Unauthorized');
     }
-    const limited = await hook('wrong-20').expect(429);
+    const limited = await hook('wrong-21').expect(429);
     expect(limited.text).toBe('Too Many Requests');
     expect(limited.headers['retry-after']).toBe('60');
     expect(limited.headers['content-type']).toBe('text/plain; charset=utf-8');
@@ -97,13 +97,13 @@ describe('POST /hooks/:name (webhookGuard)', () => {
 
   it('counts missing tokens as failures, across every hook name', async () => {
     const { hook } = setup();
-    for (let i = 0; i < 19; i++) await hook(undefined, i % 2 ? 'a' : 'b').expect(401);
+    for (let i = 0; i < 20; i++) await hook(undefined, i % 2 ? 'a' : 'b').expect(401);
     await hook(undefined, 'c').expect(429);
   });
 
   it('lets a right token through during a lockout and clears the sender’s count', async () => {
     const { hook } = setup();
-    for (let i = 0; i < 20; i++) await hook('wrong');
+    for (let i = 0; i < 20; i++) await hook('wrong').expect(401);
     await hook('wrong').expect(429);
     await hook(TOKEN).expect(202);
     await hook('wrong').expect(401);

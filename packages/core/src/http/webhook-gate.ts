@@ -48,8 +48,9 @@ export interface WebhookGate<Req> {
 
 /**
  * Webhook ingress (DESIGN 3.4): the limiter is consulted on the failure path only. A correct token
- * resets the client's counter and passes (even during a lockout); a wrong or missing token is
- * counted: 401 below the limit, plain `429 Too Many Requests` with `Retry-After` once locked.
+ * resets the client's counter and passes (even during a lockout); a wrong or missing token meets a
+ * lockout already in force with a plain `429 Too Many Requests` and `Retry-After`, and is otherwise
+ * counted and answered 401 — the failure that starts the lockout included (DESIGN 3.1).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function createWebhookGate<Req>(

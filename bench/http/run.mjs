@@ -9,10 +9,12 @@
 // Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (2 s per
 // server), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
 // BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop), BENCH_HTTP_PROF (a directory: the
-// server children run with --cpu-prof and write their profiles there), BENCH_JSON (the report).
+// server children run with --cpu-prof and write their profiles there), BENCH_HTTP_MAX_OTHER (15:
+// % of a core other programs may take during a run before it is repeated), BENCH_HTTP_RETRIES (2),
+// BENCH_JSON (write the report there).
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -171,6 +173,8 @@ const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
 const FRAMEWORKS = (env.BENCH_HTTP_FRAMEWORKS ?? 'express,koa,fastify').split(',');
 const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop').split(',');
 const PROF = env.BENCH_HTTP_PROF;
+const MAX_OTHER = Number(env.BENCH_HTTP_MAX_OTHER ?? 15);
+const RETRIES = Number(env.BENCH_HTTP_RETRIES ?? 2);
 
 const PEERS = {
   express: 'express-rate-limit 8.7.5',
@@ -227,26 +231,72 @@ async function stop({ child }) {
 
 const cpuMicros = (u) => u.user + u.system;
 
-async function load(server, seconds) {
+/**
+ * CPU time the whole machine spent busy (or had stolen by the hypervisor), in µs, from
+ * /proc/stat; undefined where there is no /proc. Minus this process and the server, it is what
+ * other programs took during a run.
+ */
+function machineBusyMicros() {
+  try {
+    const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+      .slice(0, 200)
+      .split('\n')[0]
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    return (user + nice + system + irq + softirq + steal) * (1e6 / 100); // USER_HZ = 100
+  } catch {
+    return undefined;
+  }
+}
+
+async function measure(server, seconds) {
   const { default: autocannon } = await import('autocannon');
   const before = cpuMicros(await request(server.child, 'cpu', 'cpu'));
+  const self0 = cpuMicros(process.cpuUsage());
+  const machine0 = machineBusyMicros();
   const r = await autocannon({
     url: server.url,
     connections: CONNECTIONS,
     pipelining: 1,
     duration: seconds,
   });
+  const machine1 = machineBusyMicros();
+  const self = cpuMicros(process.cpuUsage()) - self0;
   const after = cpuMicros(await request(server.child, 'cpu', 'cpu'));
   const ok = r['2xx'];
   if (r.non2xx > 0 || r.errors > 0 || ok === 0)
     throw new Error(`${server.url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${ok} 2xx`);
   const cpuUs = after - before;
+  const wallUs = r.duration * 1e6;
   return {
     rps: ok / r.duration,
     cpuUsPerReq: cpuUs / ok,
     // Server CPU per wall second: near 100 % means the server, not the load generator, is the limit.
-    serverCpuPct: (cpuUs / 1e6 / r.duration) * 100,
+    serverCpuPct: (cpuUs / wallUs) * 100,
+    // Everything else the machine did meanwhile (other programs, and interrupts), in % of one core.
+    otherCpuPct:
+      machine0 === undefined
+        ? undefined
+        : Math.max(0, ((machine1 - machine0 - cpuUs - self) / wallUs) * 100),
   };
+}
+
+/**
+ * One measured run. Other engineers' jobs share this 2-core machine: a run during which other
+ * programs took more than BENCH_HTTP_MAX_OTHER % of a core is repeated (at most
+ * BENCH_HTTP_RETRIES times) and the quietest attempt is kept.
+ */
+async function load(server, seconds) {
+  let best;
+  for (let attempt = 0; attempt <= RETRIES; attempt++) {
+    const run = await measure(server, seconds);
+    run.attempts = attempt + 1;
+    if (best === undefined || (run.otherCpuPct ?? 0) < (best.otherCpuPct ?? 0)) best = run;
+    if ((run.otherCpuPct ?? 0) <= MAX_OTHER) break;
+  }
+  return best;
 }
 
 const median = (xs) => {
@@ -258,7 +308,7 @@ async function benchFramework(framework) {
   const servers = {};
   try {
     for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
-    for (const variant of VARIANTS) await load(servers[variant], WARMUP);
+    if (WARMUP > 0) for (const variant of VARIANTS) await measure(servers[variant], WARMUP);
     const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
     for (let round = 0; round < ROUNDS; round++) {
       // bare, portcullis, peer, map, then map, peer, portcullis, bare, … so no variant always
@@ -268,7 +318,7 @@ async function benchFramework(framework) {
         const run = await load(servers[variant], SECONDS);
         runs[variant].push(run);
         process.stderr.write(
-          `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU)\n`,
+          `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
         );
       }
     }
@@ -294,12 +344,17 @@ function summarise(framework, runs) {
       rps: median(xs.map((x) => x.rps)),
       cpuUsPerReq: median(xs.map((x) => x.cpuUsPerReq)),
       serverCpuPct: median(xs.map((x) => x.serverCpuPct)),
+      otherCpuPct:
+        xs[0].otherCpuPct === undefined ? undefined : median(xs.map((x) => x.otherCpuPct)),
       rpsRatio,
       cpuRatio,
       overheadPct: rpsRatio === undefined ? undefined : (1 - rpsRatio) * 100,
       rounds: xs.map((x) => ({
         rps: Math.round(x.rps),
         cpuUsPerReq: Number(x.cpuUsPerReq.toFixed(2)),
+        serverCpuPct: Math.round(x.serverCpuPct),
+        otherCpuPct: x.otherCpuPct === undefined ? null : Math.round(x.otherCpuPct),
+        attempts: x.attempts,
       })),
     };
   });
@@ -316,6 +371,7 @@ function printTable(rows) {
     'CPU µs/req',
     'ratio',
     'srv CPU',
+    'others',
   ];
   const table = rows.map((r) => [
     r.framework,
@@ -326,6 +382,7 @@ function printTable(rows) {
     fmt(r.cpuUsPerReq, 1),
     fmt(r.cpuRatio, 3),
     `${r.serverCpuPct.toFixed(0)} %`,
+    r.otherCpuPct === undefined ? '—' : `${r.otherCpuPct.toFixed(0)} %`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
   const line = (cells) =>
@@ -338,7 +395,7 @@ function printTable(rows) {
 }
 
 async function main() {
-  const perRun = VARIANTS.length * (WARMUP + ROUNDS * SECONDS) + 5;
+  const perRun = VARIANTS.length * (WARMUP + ROUNDS * SECONDS * (1 + RETRIES)) + 5;
   const budgetS = FRAMEWORKS.length * perRun * 2 + 60;
   // Everything is bounded: a stuck server or load generator ends the run with an error.
   const guard = setTimeout(() => {
@@ -352,7 +409,10 @@ async function main() {
     `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per server (+${WARMUP} s warm-up), ` +
       `${CONNECTIONS} connections, pipelining 1, 127.0.0.1; Node ${process.version}; load ${load1.toFixed(2)}`,
   );
-  console.log(`(about ${Math.ceil((FRAMEWORKS.length * perRun) / 60)} min)`);
+  const quietMin = FRAMEWORKS.length * (VARIANTS.length * (WARMUP + ROUNDS * SECONDS) + 5);
+  console.log(
+    `(about ${Math.ceil(quietMin / 60)} min; a run during which other programs take over ${MAX_OTHER} % of a core is repeated, at most ${RETRIES} times)`,
+  );
   const rows = [];
   for (const framework of FRAMEWORKS) rows.push(...(await benchFramework(framework)));
 
@@ -361,7 +421,8 @@ async function main() {
   console.log(
     '\nratio: the server against the bare server of the same framework, per round, median over rounds' +
       '\n(req/s ratio < 1 is slower; CPU ratio > 1 spends more server CPU per request). cost % = 1 − req/s ratio.' +
-      '\nsrv CPU: server CPU time per wall second; below ~95 % the load generator, not the server, set the pace.',
+      '\nsrv CPU: server CPU time per wall second; below ~95 % the load generator or other programs set the pace.' +
+      '\nothers: CPU taken meanwhile by everything but the server and the load generator (% of one core, median).',
   );
   const verdicts = [];
   for (const r of rows.filter((r) => r.variant === 'portcullis' && r.rpsRatio !== undefined)) {
@@ -381,6 +442,8 @@ async function main() {
       seconds: SECONDS,
       rounds: ROUNDS,
       warmupSeconds: WARMUP,
+      maxOtherCpuPct: MAX_OTHER,
+      retries: RETRIES,
       connections: CONNECTIONS,
       pipelining: 1,
       rows,

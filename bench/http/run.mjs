@@ -6,17 +6,17 @@
 //
 //   npm run build && node bench/http/run.mjs
 //
-// Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (2 s per
-// server), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
-// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop), BENCH_HTTP_PROF (a directory: the
-// server children run with --cpu-prof and write their profiles there), BENCH_HTTP_MAX_OTHER (15:
-// % of a core other programs may take during a run before it is repeated), BENCH_HTTP_RETRIES (2),
-// BENCH_JSON (write the report there).
-import { fork } from 'node:child_process';
+// Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (1 s per
+// server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
+// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop), BENCH_HTTP_PIN (0 = no taskset
+// pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
+// is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
+// with --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
+import { execFileSync, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
@@ -168,13 +168,14 @@ async function serve(framework, variant) {
 const env = process.env;
 const SECONDS = Number(env.BENCH_HTTP_SECONDS ?? 5);
 const ROUNDS = Number(env.BENCH_HTTP_ROUNDS ?? 3);
-const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 2);
+const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 1);
 const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
 const FRAMEWORKS = (env.BENCH_HTTP_FRAMEWORKS ?? 'express,koa,fastify').split(',');
 const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop').split(',');
 const PROF = env.BENCH_HTTP_PROF;
 const MAX_OTHER = Number(env.BENCH_HTTP_MAX_OTHER ?? 15);
 const RETRIES = Number(env.BENCH_HTTP_RETRIES ?? 2);
+let PIN = false;
 
 const PEERS = {
   express: 'express-rate-limit 8.7.5',
@@ -212,10 +213,12 @@ function request(child, message, reply) {
 
 async function start(framework, variant) {
   const execArgv = PROF ? ['--cpu-prof', '--cpu-prof-dir', PROF] : [];
-  const child = fork(SELF, ['--server', framework, variant], {
-    execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const args = [...execArgv, SELF, '--server', framework, variant];
+  const stdio = ['ignore', 'inherit', 'inherit', 'ipc'];
+  // Pinned, the server has core 1 to itself and the load generator core 0.
+  const child = PIN
+    ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio })
+    : fork(SELF, args.slice(execArgv.length + 1), { execArgv, stdio });
   const port = await request(child, undefined, 'port');
   return { child, port, url: `http://127.0.0.1:${port}/` };
 }
@@ -304,27 +307,47 @@ const median = (xs) => {
   return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-async function benchFramework(framework) {
-  const servers = {};
+/**
+ * A fresh server process for every run: a process keeps its own luck (code and heap layout, JIT
+ * choices) for its whole life, which measured as a steady ±15 % per process on this machine, so
+ * one long-lived process per variant would bias every round the same way.
+ */
+async function oneRun(framework, variant) {
+  const server = await start(framework, variant);
   try {
-    for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
-    if (WARMUP > 0) for (const variant of VARIANTS) await measure(servers[variant], WARMUP);
-    const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      // bare, portcullis, peer, map, then map, peer, portcullis, bare, … so no variant always
-      // runs first or last in a round.
-      const order = round % 2 ? [...VARIANTS].reverse() : VARIANTS;
-      for (const variant of order) {
-        const run = await load(servers[variant], SECONDS);
-        runs[variant].push(run);
-        process.stderr.write(
-          `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
-        );
-      }
-    }
-    return summarise(framework, runs);
+    if (WARMUP > 0) await measure(server, WARMUP);
+    return await load(server, SECONDS);
   } finally {
-    await Promise.all(Object.values(servers).map(stop));
+    await stop(server);
+  }
+}
+
+async function benchFramework(framework) {
+  const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    // bare, portcullis, peer, …, then …, peer, portcullis, bare: no variant always runs first
+    // or last in a round.
+    const order = round % 2 ? [...VARIANTS].reverse() : VARIANTS;
+    for (const variant of order) {
+      const run = await oneRun(framework, variant);
+      runs[variant].push(run);
+      process.stderr.write(
+        `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
+      );
+    }
+  }
+  return summarise(framework, runs);
+}
+
+/** Pins this process (all its threads) to core 0; false when that is not possible here. */
+function pinSelf() {
+  if (env.BENCH_HTTP_PIN === '0' || process.platform !== 'linux' || availableParallelism() < 2)
+    return false;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -395,7 +418,8 @@ function printTable(rows) {
 }
 
 async function main() {
-  const perRun = VARIANTS.length * (WARMUP + ROUNDS * SECONDS * (1 + RETRIES)) + 5;
+  PIN = pinSelf();
+  const perRun = VARIANTS.length * ROUNDS * (2 + WARMUP + SECONDS * (1 + RETRIES));
   const budgetS = FRAMEWORKS.length * perRun * 2 + 60;
   // Everything is bounded: a stuck server or load generator ends the run with an error.
   const guard = setTimeout(() => {
@@ -406,10 +430,11 @@ async function main() {
 
   const load1 = loadavg()[0];
   console.log(
-    `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per server (+${WARMUP} s warm-up), ` +
-      `${CONNECTIONS} connections, pipelining 1, 127.0.0.1; Node ${process.version}; load ${load1.toFixed(2)}`,
+    `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per server, each run a fresh ` +
+      `server process after ${WARMUP} s of warm-up; ${CONNECTIONS} connections, pipelining 1, 127.0.0.1; ` +
+      `${PIN ? 'server pinned to core 1, load generator to core 0' : 'no CPU pinning'}; Node ${process.version}; load ${load1.toFixed(2)}`,
   );
-  const quietMin = FRAMEWORKS.length * (VARIANTS.length * (WARMUP + ROUNDS * SECONDS) + 5);
+  const quietMin = FRAMEWORKS.length * VARIANTS.length * ROUNDS * (1 + WARMUP + SECONDS);
   console.log(
     `(about ${Math.ceil(quietMin / 60)} min; a run during which other programs take over ${MAX_OTHER} % of a core is repeated, at most ${RETRIES} times)`,
   );
@@ -442,6 +467,7 @@ async function main() {
       seconds: SECONDS,
       rounds: ROUNDS,
       warmupSeconds: WARMUP,
+      pinned: PIN,
       maxOtherCpuPct: MAX_OTHER,
       retries: RETRIES,
       connections: CONNECTIONS,

@@ -5,8 +5,14 @@ const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 // Tests run against the packages' sources: no build is needed before `npm test`.
 const alias = [
-  { find: /^@portcullis\/core\/testing$/, replacement: root('./packages/core/src/testing/index.ts') },
-  { find: /^@portcullis\/(core|express|koa|fastify|ws|rpc|redis)$/, replacement: root('./packages/$1/src/index.ts') },
+  {
+    find: /^@portcullis\/core\/testing$/,
+    replacement: root('./packages/core/src/testing/index.ts'),
+  },
+  {
+    find: /^@portcullis\/(core|express|koa|fastify|ws|rpc|redis)$/,
+    replacement: root('./packages/$1/src/index.ts'),
+  },
 ];
 
 const pkg = (name: string) => ({
@@ -29,7 +35,13 @@ export default defineConfig({
       pkg('rpc'),
       pkg('redis'),
       { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'] } },
-      { extends: true, test: { name: 'examples', include: ['examples/*/src/**/*.test.ts', 'examples/*/test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'examples',
+          include: ['examples/*/src/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
+        },
+      },
     ],
   },
 });

@@ -17,7 +17,7 @@ import {
   refusedUncounted,
 } from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
-import { boolean, func, nonEmptyString, parseOptions, required, withMethods } from '../options.js';
+import { boolean, func, parseOptions, required, withMethods } from '../options.js';
 import { presets } from '../presets.js';
 import { authSubject } from '../subject.js';
 import { type GateResult, jsonAnswer } from './answer.js';

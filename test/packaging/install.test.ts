@@ -174,7 +174,7 @@ async function main() {
     express: () => expressRateLimit({ limit: 0 }),
     koa: () => koaRateLimit({ limit: 0 }),
     fastify: () => fastifyRateLimit({ limit: 0 }),
-    ws: () => createConnectAuth({ scope: '' }),
+    ws: () => createConnectAuth({ options: { maxAttempts: 0 } }),
     rpc: () => withMethodQuotas(() => null, { limit: 0 }),
     redis: () => new RedisStore({ sendCommand: async () => null, timeoutMs: 0 }),
   };
@@ -460,7 +460,7 @@ function expectedReport(build: 'esm' | 'cjs') {
       express: 'ERR_PORTCULLIS_LIMIT',
       koa: 'ERR_PORTCULLIS_LIMIT',
       fastify: 'ERR_PORTCULLIS_LIMIT',
-      ws: 'ERR_PORTCULLIS_SCOPE',
+      ws: 'ERR_PORTCULLIS_MAX_ATTEMPTS',
       rpc: 'ERR_PORTCULLIS_LIMIT',
       redis: 'ERR_PORTCULLIS_TIMEOUT_MS',
     },

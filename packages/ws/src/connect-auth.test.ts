@@ -360,7 +360,7 @@ describe('createConnectAuth: configuration and lifetime', () => {
       { limiter: createFailureLimiter(), options: {} },
       'ERR_PORTCULLIS_LIMITER',
     ],
-    ['a blank scope', { scope: '' }, 'ERR_PORTCULLIS_SCOPE'],
+    ['a scope that is not a string', { scope: 42 }, 'ERR_PORTCULLIS_SCOPE'],
     ['options that are not an object', 'strict', 'ERR_PORTCULLIS_INVALID_OPTIONS'],
   ])('rejects %s', (_label, options, code) => {
     const create = () => createConnectAuth(options as never);

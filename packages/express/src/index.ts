@@ -9,6 +9,7 @@ import {
   createAuthGate,
   createRequestGate,
   createWebhookGate,
+  functionOption,
   type Decision,
   type GateResult,
   type HttpAnswer,
@@ -51,10 +52,7 @@ export interface AuthGuardOptions extends Omit<AuthGateOptions<Request>, 'verify
 /** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives the Express request. */
 export type WebhookGuardOptions = WebhookGateOptions<Request>;
 
-const onLimitedSpec = {
-  onLimited: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'function' ? value : fail('a function'),
-};
+const onLimitedSpec = { onLimited: functionOption };
 
 /** Sets every header of a record on `res`. */
 function setHeaders(res: Response, headers: Readonly<Record<string, string>>): void {

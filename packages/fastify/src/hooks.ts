@@ -4,6 +4,7 @@ import {
   createAuthGate,
   createRequestGate,
   createWebhookGate,
+  functionOption,
   type Decision,
   type GateResult,
   type HttpAnswer,
@@ -54,10 +55,7 @@ export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 
 /** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives the Fastify request. */
 export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;
 
-const onLimitedSpec = {
-  onLimited: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'function' ? value : fail('a function'),
-};
+const onLimitedSpec = { onLimited: functionOption };
 
 /** Writes a core answer as it is: status, every header, body. */
 function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {

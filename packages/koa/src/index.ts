@@ -9,6 +9,7 @@ import {
   createAuthGate,
   createRequestGate,
   createWebhookGate,
+  functionOption,
   type Decision,
   type GateResult,
   type HttpAnswer,
@@ -61,10 +62,7 @@ export interface AuthGuardOptions extends Omit<AuthGateOptions<KoaRequest>, 'ver
 /** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives Koa's request object (`ctx.request`). */
 export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;
 
-const onLimitedSpec = {
-  onLimited: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'function' ? value : fail('a function'),
-};
+const onLimitedSpec = { onLimited: functionOption };
 
 /**
  * Sets the counter headers of an allowed request: what `ctx.set(headers)` does for string values,

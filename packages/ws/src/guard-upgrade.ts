@@ -8,7 +8,7 @@ import {
   type HttpAnswer,
   isPromise,
   type MaybePromise,
-  type OptionCheck,
+  functionOption,
   PortcullisConfigError,
 } from '@portcullis/core';
 import { refuseSocket } from './raw-response.js';
@@ -76,9 +76,6 @@ const plain = (status: number, body: string): HttpAnswer => ({
 });
 const BAD_REQUEST = plain(400, 'Bad Request');
 const SERVER_ERROR = plain(500, 'Internal Server Error');
-
-const callback: OptionCheck<unknown> = (value, fail) =>
-  typeof value === 'function' ? value : fail('a function');
 
 function hasMethods(value: unknown, ...names: string[]): boolean {
   if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
@@ -160,7 +157,7 @@ export function guardUpgrade<Ws>(
   checkServers(server, wss);
   const gate = createAuthGate<IncomingMessage>(options, {
     where: 'guardUpgrade',
-    extra: { onAuthenticated: callback, onRefused: callback },
+    extra: { onAuthenticated: functionOption, onRefused: functionOption },
   });
   const { onAuthenticated, onRefused, logger } = options;
 

@@ -8,7 +8,7 @@
 //
 // Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (1 s per
 // server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
-// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop), BENCH_HTTP_PIN (0 = no taskset
+// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop; also map-ietf), BENCH_HTTP_PIN (0 = no taskset
 // pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
 // with --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
@@ -51,6 +51,27 @@ function mapCheck() {
   };
 }
 
+/** The same reference with exactly Portcullis's two IETF fields (optional variant `map-ietf`). */
+function mapCheckIetf() {
+  const windows = new Map();
+  const policy = `"default";q=${LIMIT};w=${WINDOW_MS / 1000}`;
+  return function check(ip, setHeader) {
+    const now = Date.now();
+    let w = windows.get(ip);
+    if (w === undefined || now >= w.start + WINDOW_MS) {
+      w = { start: now, count: 0 };
+      windows.set(ip, w);
+    }
+    w.count++;
+    const reset = Math.ceil((w.start + WINDOW_MS - now) / 1000);
+    setHeader('RateLimit-Policy', policy);
+    setHeader('RateLimit', `"default";r=${Math.max(0, LIMIT - w.count)};t=${reset}`);
+    return w.count <= LIMIT;
+  };
+}
+
+const mapChecks = { map: mapCheck, 'map-ietf': mapCheckIetf };
+
 async function expressApp(variant) {
   const express = require('express');
   const app = express();
@@ -65,8 +86,8 @@ async function expressApp(variant) {
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit');
     app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT }));
-  } else if (variant === 'map') {
-    const check = mapCheck();
+  } else if (variant in mapChecks) {
+    const check = mapChecks[variant]();
     app.use(function mapLimit(req, res, next) {
       if (check(req.socket.remoteAddress, (n, v) => res.setHeader(n, v))) next();
       else res.status(429).end();
@@ -99,8 +120,8 @@ async function koaApp(variant) {
         id: (ctx) => ctx.ip,
       }),
     );
-  } else if (variant === 'map') {
-    const check = mapCheck();
+  } else if (variant in mapChecks) {
+    const check = mapChecks[variant]();
     app.use(function mapLimit(ctx, next) {
       if (check(ctx.req.socket.remoteAddress, (n, v) => ctx.set(n, v))) return next();
       ctx.status = 429;
@@ -125,8 +146,8 @@ async function fastifyApp(variant) {
   } else if (variant === 'peer') {
     const { default: rateLimit } = await import('@fastify/rate-limit');
     await app.register(rateLimit, { max: LIMIT, timeWindow: WINDOW_MS });
-  } else if (variant === 'map') {
-    const check = mapCheck();
+  } else if (variant in mapChecks) {
+    const check = mapChecks[variant]();
     app.addHook('onRequest', function mapLimit(request, reply, done) {
       if (check(request.raw.socket.remoteAddress, (n, v) => reply.header(n, v))) done();
       else reply.code(429).send();
@@ -188,6 +209,7 @@ const label = (framework, variant) =>
     portcullis: 'Portcullis rateLimit',
     peer: PEERS[framework],
     map: 'hand-written Map + 3 headers',
+    'map-ietf': 'hand-written Map + 2 IETF headers',
     noop: 'empty middleware',
     quiet: 'Portcullis, headers: false',
   })[variant];

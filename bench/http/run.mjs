@@ -237,7 +237,7 @@ async function start(framework, variant) {
   const execArgv = PROF ? ['--cpu-prof', '--cpu-prof-dir', PROF] : [];
   const args = [...execArgv, SELF, '--server', framework, variant];
   const stdio = ['ignore', 'inherit', 'inherit', 'ipc'];
-  // Pinned, the server has core 1 to itself and the load generator core 0.
+  // Pinned, the server runs on core 1 and never shares a core with the load generator (core 0).
   const child = PIN
     ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio })
     : fork(SELF, args.slice(execArgv.length + 1), { execArgv, stdio });

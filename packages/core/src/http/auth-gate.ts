@@ -2,6 +2,7 @@ import { createClientResolver, parseTrustedProxies, type RawRequest } from '../c
 import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
 import type { Decision } from '../decision.js';
 import {
+  type ErrorShape,
   authFailedError,
   authRateLimitedError,
   retryAfterSeconds,
@@ -108,6 +109,12 @@ export interface AuthGate<Req> {
   readonly browserLimiter: FailureLimiter;
 }
 
+/** Freezes an error shape and its details, so a shared one cannot be changed by a caller. */
+function frozen<T extends ErrorShape>(shape: T): T {
+  if (shape.details !== undefined) Object.freeze(shape.details);
+  return Object.freeze(shape);
+}
+
 /** Validates what `verify` returned; anything else is a programming error. */
 export function checkOutcome(outcome: unknown): AuthOutcome {
   if (outcome === 'ok' || outcome === 'invalid' || outcome === 'missing') return outcome;
@@ -173,17 +180,18 @@ export function createAuthGate<Req>(
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
   });
-  const missing = jsonAnswer(401, authFailedError('missing'));
-  const invalid = jsonAnswer(401, authFailedError('invalid'));
+  // The fixed answers are built once; only a lockout's body depends on the request.
+  // Frozen, because the same objects go to every caller (a ws refusal hands them to user code).
+  const missingError = frozen(authFailedError('missing'));
+  const invalidError = frozen(authFailedError('invalid'));
+  const unavailableError = frozen(storeUnavailableError());
+  const missing = jsonAnswer(401, missingError);
+  const invalid = jsonAnswer(401, invalidError);
+  const unavailable = jsonAnswer(503, unavailableError);
 
   function refuse(d: Decision): GateResult {
     if (d.reason === 'store-error') {
-      return {
-        ok: false,
-        decision: d,
-        answer: jsonAnswer(503, storeUnavailableError()),
-        error: storeUnavailableError(),
-      };
+      return { ok: false, decision: d, answer: unavailable, error: unavailableError };
     }
     const error = authRateLimitedError(d.retryAfterMs);
     return {
@@ -200,7 +208,7 @@ export function createAuthGate<Req>(
     scopeOverride?: string,
   ): MaybePromise<GateResult> {
     if (checkOutcome(outcome) === 'missing')
-      return { ok: false, decision: undefined, answer: missing, error: authFailedError('missing') };
+      return { ok: false, decision: undefined, answer: missing, error: missingError };
     const scope = scopeOverride ?? gateScope;
     const client = resolve(raw);
     const browser = client.origin !== undefined;
@@ -217,7 +225,7 @@ export function createAuthGate<Req>(
       return mapMaybe(lim.recordFailure(subject, scope), (after) =>
         refusedUncounted(after)
           ? refuse(after)
-          : { ok: false, decision: after, answer: invalid, error: authFailedError('invalid') },
+          : { ok: false, decision: after, answer: invalid, error: invalidError },
       );
     });
   }

@@ -8,7 +8,7 @@
 //
 // Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (1 s per
 // server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
-// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop; also map-ietf), BENCH_HTTP_PIN (0 = no taskset
+// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop,fields; also map-ietf), BENCH_HTTP_PIN (0 = no taskset
 // pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
 // with --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
@@ -72,6 +72,16 @@ function mapCheckIetf() {
 
 const mapChecks = { map: mapCheck, 'map-ietf': mapCheckIetf };
 
+/**
+ * Variant `fields`: no limiter at all, only Portcullis's two IETF fields with constant values of
+ * the same length. What Node and the framework charge for advertising two fields is the floor
+ * under every limiter that sends them.
+ */
+const FIELDS = [
+  ['RateLimit-Policy', `"default";q=${LIMIT};w=${WINDOW_MS / 1000}`],
+  ['RateLimit', `"default";r=${LIMIT - 1};t=${WINDOW_MS / 1000}`],
+];
+
 async function expressApp(variant) {
   const express = require('express');
   const app = express();
@@ -86,6 +96,11 @@ async function expressApp(variant) {
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit');
     app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT }));
+  } else if (variant === 'fields') {
+    app.use(function fields(_req, res, next) {
+      for (const [name, value] of FIELDS) res.setHeader(name, value);
+      next();
+    });
   } else if (variant in mapChecks) {
     const check = mapChecks[variant]();
     app.use(function mapLimit(req, res, next) {
@@ -120,6 +135,11 @@ async function koaApp(variant) {
         id: (ctx) => ctx.ip,
       }),
     );
+  } else if (variant === 'fields') {
+    app.use(function fields(ctx, next) {
+      for (const [name, value] of FIELDS) ctx.res.setHeader(name, value);
+      return next();
+    });
   } else if (variant in mapChecks) {
     const check = mapChecks[variant]();
     app.use(function mapLimit(ctx, next) {
@@ -146,6 +166,11 @@ async function fastifyApp(variant) {
   } else if (variant === 'peer') {
     const { default: rateLimit } = await import('@fastify/rate-limit');
     await app.register(rateLimit, { max: LIMIT, timeWindow: WINDOW_MS });
+  } else if (variant === 'fields') {
+    app.addHook('onRequest', function fields(_request, reply, done) {
+      for (const [name, value] of FIELDS) reply.header(name, value);
+      done();
+    });
   } else if (variant in mapChecks) {
     const check = mapChecks[variant]();
     app.addHook('onRequest', function mapLimit(request, reply, done) {
@@ -192,7 +217,7 @@ const ROUNDS = Number(env.BENCH_HTTP_ROUNDS ?? 3);
 const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 1);
 const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
 const FRAMEWORKS = (env.BENCH_HTTP_FRAMEWORKS ?? 'express,koa,fastify').split(',');
-const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop').split(',');
+const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop,fields').split(',');
 const PROF = env.BENCH_HTTP_PROF;
 const MAX_OTHER = Number(env.BENCH_HTTP_MAX_OTHER ?? 15);
 const RETRIES = Number(env.BENCH_HTTP_RETRIES ?? 2);
@@ -212,6 +237,7 @@ const label = (framework, variant) =>
     'map-ietf': 'hand-written Map + 2 IETF headers',
     noop: 'empty middleware',
     quiet: 'Portcullis, headers: false',
+    fields: 'empty middleware + 2 constant fields',
   })[variant];
 
 /** Portcullis targets of issue 3 (throughput cost, headers on). */

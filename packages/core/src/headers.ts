@@ -14,6 +14,16 @@ export interface RateLimitHeaderOptions {
   readonly mode?: HeaderMode;
 }
 
+/**
+ * The same text as one flat string. A concatenation is a rope (V8 cons string); Node checks every
+ * header value with a regular expression, and a rope sends that check through a slow runtime path
+ * that flattens it first, about 0.15 µs per response here. `trim` flattens it in a fast builtin,
+ * and the value has no surrounding whitespace to lose.
+ */
+function flat(text: string): string {
+  return text.trim();
+}
+
 /** Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once. */
 export function createHeaderWriter(
   options: RateLimitHeaderOptions,
@@ -34,7 +44,7 @@ export function createHeaderWriter(
       policyText = policy + d.limit + windowPart;
     }
     const reset = Math.ceil(d.resetMs / 1000);
-    const counters = `${prefix}${d.remaining};t=${reset}`;
+    const counters = flat(`${prefix}${d.remaining};t=${reset}`);
     // The common answer (IETF, allowed) is this literal alone: one object shape on the hot path.
     const out: Record<string, string> = { 'RateLimit-Policy': policyText, RateLimit: counters };
     if (mode === 'legacy') {

@@ -217,7 +217,9 @@ const ROUNDS = Number(env.BENCH_HTTP_ROUNDS ?? 3);
 const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 1);
 const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
 const FRAMEWORKS = (env.BENCH_HTTP_FRAMEWORKS ?? 'express,koa,fastify').split(',');
-const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop,fields').split(',');
+const VARIANTS = (env.BENCH_HTTP_VARIANTS ?? 'bare,portcullis,peer,map,quiet,noop,fields').split(
+  ',',
+);
 const PROF = env.BENCH_HTTP_PROF;
 const MAX_OTHER = Number(env.BENCH_HTTP_MAX_OTHER ?? 15);
 const RETRIES = Number(env.BENCH_HTTP_RETRIES ?? 2);

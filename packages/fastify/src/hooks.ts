@@ -1,19 +1,13 @@
 import {
-  type AuthGateOptions,
-  type AuthOutcome,
   createAuthGate,
   createRequestGate,
   createWebhookGate,
   functionOption,
-  type Decision,
   type GateResult,
   type HttpAnswer,
   isPromise,
-  type MaybePromise,
   type RequestGate,
-  type RequestGateOptions,
   type RequestResult,
-  type WebhookGateOptions,
 } from '@portcullis/core';
 import type {
   FastifyReply,
@@ -21,39 +15,7 @@ import type {
   HookHandlerDoneFunction,
   onRequestHookHandler,
 } from 'fastify';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The `rateLimit` decision for this request (absent when skipped or the route is not limited). */
-    rateLimit?: Decision;
-  }
-}
-
-/** Called instead of the default 429 answer; it must send the reply itself. */
-export type OnLimited = (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  decision: Decision,
-) => void | Promise<void>;
-
-/** Options of {@link rateLimit}: the core request limiter's options plus `onLimited`. */
-export interface RateLimitOptions extends RequestGateOptions<FastifyRequest> {
-  /**
-   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
-   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
-   * @default the core's 429 answer
-   */
-  onLimited?: OnLimited;
-}
-
-/** Options of {@link authGuard}: DESIGN 3.2; `verify` receives the Fastify request. */
-export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 'verify'> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (request: FastifyRequest) => MaybePromise<AuthOutcome>;
-}
-
-/** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives the Fastify request. */
-export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;
+import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
 
 const onLimitedSpec = { onLimited: functionOption };
 

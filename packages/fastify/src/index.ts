@@ -5,15 +5,13 @@
  */
 import { portcullis } from './plugin.js';
 
-export {
-  type AuthGuardOptions,
-  authGuard,
-  type OnLimited,
-  type RateLimitOptions,
-  rateLimit,
-  type WebhookGuardOptions,
-  webhookGuard,
-} from './hooks.js';
+export { authGuard, rateLimit, webhookGuard } from './hooks.js';
+export type {
+  AuthGuardOptions,
+  OnLimited,
+  RateLimitOptions,
+  WebhookGuardOptions,
+} from './options.js';
 export { type PortcullisPluginOptions, portcullis } from './plugin.js';
 
 /** The Portcullis Fastify plugin (see {@link portcullis}). */

@@ -7,7 +7,8 @@ import type {
   RouteOptions,
 } from 'fastify';
 import fp from 'fastify-plugin';
-import { createRateLimitHook, type RateLimitOptions } from './hooks.js';
+import { createRateLimitHook } from './hooks.js';
+import type { RateLimitOptions } from './options.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

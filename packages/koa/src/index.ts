@@ -4,63 +4,32 @@
  * @packageDocumentation
  */
 import {
-  type AuthGateOptions,
-  type AuthOutcome,
   createAuthGate,
   createRequestGate,
   createWebhookGate,
   functionOption,
-  type Decision,
   type GateResult,
   type HttpAnswer,
   isPromise,
-  type MaybePromise,
-  type RequestGateOptions,
   type RequestResult,
-  type WebhookGateOptions,
 } from '@portcullis/core';
 import type { Request as KoaRequest, Middleware, Next, ParameterizedContext } from 'koa';
+import type {
+  AuthGuardOptions,
+  RateLimitContext,
+  RateLimitOptions,
+  RateLimitState,
+  WebhookGuardOptions,
+} from './options.js';
 
-/** What {@link rateLimit} adds to `ctx.state`. */
-export interface RateLimitState {
-  /** The `rateLimit` decision for this request (absent when skipped). */
-  rateLimit?: Decision;
-}
-
-/** The context {@link rateLimit} runs in. */
-export type RateLimitContext = ParameterizedContext<RateLimitState>;
-
-/**
- * Called instead of the default 429 answer with Koa's request object, the context and the
- * decision; it must answer through `ctx` itself.
- */
-export type OnLimited = (
-  req: KoaRequest,
-  ctx: RateLimitContext,
-  decision: Decision,
-) => void | Promise<void>;
-
-/**
- * Options of {@link rateLimit}: the core request limiter's options plus `onLimited`. `key`, `skip`
- * and `cost` receive Koa's request object (`ctx.request`; the context is `req.ctx`).
- */
-export interface RateLimitOptions extends RequestGateOptions<KoaRequest> {
-  /**
-   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
-   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
-   * @default the core's 429 answer
-   */
-  onLimited?: OnLimited;
-}
-
-/** Options of {@link authGuard}: DESIGN 3.2; `verify` receives Koa's request object (`ctx.request`). */
-export interface AuthGuardOptions extends Omit<AuthGateOptions<KoaRequest>, 'verify'> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (req: KoaRequest) => MaybePromise<AuthOutcome>;
-}
-
-/** Options of {@link webhookGuard}: DESIGN 3.4; `verify` receives Koa's request object (`ctx.request`). */
-export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;
+export type {
+  AuthGuardOptions,
+  OnLimited,
+  RateLimitContext,
+  RateLimitOptions,
+  RateLimitState,
+  WebhookGuardOptions,
+} from './options.js';
 
 const onLimitedSpec = { onLimited: functionOption };
 

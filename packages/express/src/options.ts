@@ -1,0 +1,40 @@
+import type {
+  AuthGateOptions,
+  AuthOutcome,
+  Decision,
+  MaybePromise,
+  RequestGateOptions,
+  WebhookGateOptions,
+} from '@portcullis/core';
+import type { Request, Response } from 'express';
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The `rateLimit` decision for this request (absent when skipped or not limited). */
+      rateLimit?: Decision;
+    }
+  }
+}
+
+/** Called instead of the default 429 answer; it must answer the request itself. */
+export type OnLimited = (req: Request, res: Response, decision: Decision) => void | Promise<void>;
+
+/** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
+export interface RateLimitOptions extends RequestGateOptions<Request> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
+   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
+   * @default the core's 429 answer
+   */
+  onLimited?: OnLimited;
+}
+
+/** Options of `authGuard`: DESIGN 3.2; `verify` receives the Express request. */
+export interface AuthGuardOptions extends Omit<AuthGateOptions<Request>, 'verify'> {
+  /** Compares the request's credentials (constant-time, please). */
+  verify: (req: Request) => MaybePromise<AuthOutcome>;
+}
+
+/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives the Express request. */
+export type WebhookGuardOptions = WebhookGateOptions<Request>;

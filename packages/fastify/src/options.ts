@@ -1,0 +1,42 @@
+import type {
+  AuthGateOptions,
+  AuthOutcome,
+  Decision,
+  MaybePromise,
+  RequestGateOptions,
+  WebhookGateOptions,
+} from '@portcullis/core';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The `rateLimit` decision for this request (absent when skipped or the route is not limited). */
+    rateLimit?: Decision;
+  }
+}
+
+/** Called instead of the default 429 answer; it must send the reply itself. */
+export type OnLimited = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  decision: Decision,
+) => void | Promise<void>;
+
+/** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
+export interface RateLimitOptions extends RequestGateOptions<FastifyRequest> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
+   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
+   * @default the core's 429 answer
+   */
+  onLimited?: OnLimited;
+}
+
+/** Options of `authGuard`: DESIGN 3.2; `verify` receives the Fastify request. */
+export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 'verify'> {
+  /** Compares the request's credentials (constant-time, please). */
+  verify: (request: FastifyRequest) => MaybePromise<AuthOutcome>;
+}
+
+/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives the Fastify request. */
+export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;

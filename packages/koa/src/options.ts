@@ -1,0 +1,50 @@
+import type {
+  AuthGateOptions,
+  AuthOutcome,
+  Decision,
+  MaybePromise,
+  RequestGateOptions,
+  WebhookGateOptions,
+} from '@portcullis/core';
+import type { Request as KoaRequest, ParameterizedContext } from 'koa';
+
+/** What `rateLimit` adds to `ctx.state`. */
+export interface RateLimitState {
+  /** The `rateLimit` decision for this request (absent when skipped). */
+  rateLimit?: Decision;
+}
+
+/** The context `rateLimit` runs in. */
+export type RateLimitContext = ParameterizedContext<RateLimitState>;
+
+/**
+ * Called instead of the default 429 answer with Koa's request object, the context and the
+ * decision; it must answer through `ctx` itself.
+ */
+export type OnLimited = (
+  req: KoaRequest,
+  ctx: RateLimitContext,
+  decision: Decision,
+) => void | Promise<void>;
+
+/**
+ * Options of `rateLimit`: the core request limiter's options plus `onLimited`. `key`, `skip`
+ * and `cost` receive Koa's request object (`ctx.request`; the context is `req.ctx`).
+ */
+export interface RateLimitOptions extends RequestGateOptions<KoaRequest> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
+   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
+   * @default the core's 429 answer
+   */
+  onLimited?: OnLimited;
+}
+
+/** Options of `authGuard`: DESIGN 3.2; `verify` receives Koa's request object (`ctx.request`). */
+export interface AuthGuardOptions extends Omit<AuthGateOptions<KoaRequest>, 'verify'> {
+  /** Compares the request's credentials (constant-time, please). */
+  verify: (req: KoaRequest) => MaybePromise<AuthOutcome>;
+}
+
+/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives Koa's request object (`ctx.request`). */
+export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;

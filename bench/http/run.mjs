@@ -1,13 +1,14 @@
 // HTTP benchmark: bare Express / Koa / Fastify hello-world servers against the same apps with
 // Portcullis `rateLimit`, with the framework's best-known peer limiter, with a minimal
-// hand-written Map check that sets three headers, with Portcullis `headers: false` and with an
-// empty middleware. Each server runs in its own child process so its CPU time can be measured
-// alone; autocannon loads it from this process on 127.0.0.1. See bench/README.md.
+// hand-written Map check that sets three headers, with Portcullis `headers: false`, with an
+// empty middleware and with an empty middleware that sets two constant fields. Each server runs
+// in its own child process so its CPU time can be measured alone; autocannon loads it from this
+// process on 127.0.0.1; the variants' runs are interleaved in short cycles. See bench/README.md.
 //
 //   npm run build && node bench/http/run.mjs
 //
-// Environment: BENCH_HTTP_SECONDS (5) per run, BENCH_HTTP_ROUNDS (3), BENCH_HTTP_WARMUP (1 s per
-// server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
+// Environment: BENCH_HTTP_SECONDS (2) per run, BENCH_HTTP_SLICES (5 cycles per round),
+// BENCH_HTTP_ROUNDS (3: fresh server processes each), BENCH_HTTP_WARMUP (1 s per server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
 // BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop,fields; also map-ietf), BENCH_HTTP_PIN (0 = no taskset
 // pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
@@ -212,7 +213,8 @@ async function serve(framework, variant) {
 // Driver (parent side)
 
 const env = process.env;
-const SECONDS = Number(env.BENCH_HTTP_SECONDS ?? 5);
+const SECONDS = Number(env.BENCH_HTTP_SECONDS ?? 2);
+const SLICES = Number(env.BENCH_HTTP_SLICES ?? 5);
 const ROUNDS = Number(env.BENCH_HTTP_ROUNDS ?? 3);
 const WARMUP = Number(env.BENCH_HTTP_WARMUP ?? 1);
 const CONNECTIONS = Number(env.BENCH_HTTP_CONNECTIONS ?? 50);
@@ -358,35 +360,39 @@ const median = (xs) => {
 };
 
 /**
- * A fresh server process for every run: a process keeps its own luck (code and heap layout, JIT
- * choices) for its whole life, which measured as a steady ±15 % per process on this machine, so
- * one long-lived process per variant would bias every round the same way.
+ * One round: a fresh server process per variant (a process keeps its own luck, code and heap
+ * layout and JIT choices, for its whole life: measured here as a steady ±15 % per process), each
+ * warmed up, then SLICES cycles in which every variant gets one run of SECONDS, forward on even
+ * cycles and backward on odd ones. A cycle's variants run within seconds of each other, so a
+ * change of machine speed (this virtual machine's speed was seen to halve for minutes at a time,
+ * without showing as steal time) hits the variant and its bare twin alike.
  */
-async function oneRun(framework, variant) {
-  const server = await start(framework, variant);
+async function oneRound(framework, round) {
+  const servers = {};
   try {
-    if (WARMUP > 0) await measure(server, WARMUP);
-    return await load(server, SECONDS);
+    for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
+    if (WARMUP > 0) for (const variant of VARIANTS) await measure(servers[variant], WARMUP);
+    const slices = Object.fromEntries(VARIANTS.map((v) => [v, []]));
+    for (let cycle = 0; cycle < SLICES; cycle++) {
+      const order = (round * SLICES + cycle) % 2 ? [...VARIANTS].reverse() : VARIANTS;
+      for (const variant of order) {
+        const run = await load(servers[variant], SECONDS);
+        slices[variant].push(run);
+        process.stderr.write(
+          `  ${framework} round ${round + 1}/${ROUNDS} cycle ${cycle + 1}/${SLICES} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
+        );
+      }
+    }
+    return slices;
   } finally {
-    await stop(server);
+    for (const server of Object.values(servers)) await stop(server);
   }
 }
 
 async function benchFramework(framework) {
-  const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    // bare, portcullis, peer, …, then …, peer, portcullis, bare: no variant always runs first
-    // or last in a round.
-    const order = round % 2 ? [...VARIANTS].reverse() : VARIANTS;
-    for (const variant of order) {
-      const run = await oneRun(framework, variant);
-      runs[variant].push(run);
-      process.stderr.write(
-        `  ${framework} round ${round + 1}/${ROUNDS} ${variant.padEnd(10)} ${run.rps.toFixed(0).padStart(7)} req/s ${run.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/req (server ${run.serverCpuPct.toFixed(0)} % CPU, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
-      );
-    }
-  }
-  return summarise(framework, runs);
+  const rounds = [];
+  for (let round = 0; round < ROUNDS; round++) rounds.push(await oneRound(framework, round));
+  return summarise(framework, rounds);
 }
 
 /** Pins this process (all its threads) to core 0; false when that is not possible here. */
@@ -401,15 +407,21 @@ function pinSelf() {
   }
 }
 
-/** Ratios are taken per round against the bare run of the same round, then the median is kept. */
-function summarise(framework, runs) {
-  const bare = runs.bare;
+/**
+ * Ratios are taken per cycle against the bare run of the same cycle; a round's ratio is the
+ * median of its cycles, and the reported ratio the median of the rounds' ratios.
+ */
+function summarise(framework, rounds) {
+  const ratio = (variant, field) =>
+    median(
+      rounds.map((slices) =>
+        median(slices[variant].map((x, i) => x[field] / slices.bare[i][field])),
+      ),
+    );
   return VARIANTS.map((variant) => {
-    const xs = runs[variant];
-    const rpsRatio = bare ? median(xs.map((x, i) => x.rps / bare[i].rps)) : undefined;
-    const cpuRatio = bare
-      ? median(xs.map((x, i) => x.cpuUsPerReq / bare[i].cpuUsPerReq))
-      : undefined;
+    const xs = rounds.flatMap((slices) => slices[variant]);
+    const hasBare = VARIANTS.includes('bare');
+    const rpsRatio = hasBare ? ratio(variant, 'rps') : undefined;
     return {
       framework,
       variant,
@@ -420,9 +432,20 @@ function summarise(framework, runs) {
       otherCpuPct:
         xs[0].otherCpuPct === undefined ? undefined : median(xs.map((x) => x.otherCpuPct)),
       rpsRatio,
-      cpuRatio,
+      cpuRatio: hasBare ? ratio(variant, 'cpuUsPerReq') : undefined,
       overheadPct: rpsRatio === undefined ? undefined : (1 - rpsRatio) * 100,
-      rounds: xs.map((x) => ({
+      // One cost % per round: how far the rounds scatter.
+      roundCostPct: hasBare
+        ? rounds.map((slices) =>
+            Number(
+              (
+                (1 - median(slices[variant].map((x, i) => x.rps / slices.bare[i].rps))) *
+                100
+              ).toFixed(1),
+            ),
+          )
+        : undefined,
+      runs: xs.map((x) => ({
         rps: Math.round(x.rps),
         cpuUsPerReq: Number(x.cpuUsPerReq.toFixed(2)),
         serverCpuPct: Math.round(x.serverCpuPct),
@@ -469,8 +492,8 @@ function printTable(rows) {
 
 async function main() {
   PIN = pinSelf();
-  const perRun = VARIANTS.length * ROUNDS * (2 + WARMUP + SECONDS * (1 + RETRIES));
-  const budgetS = FRAMEWORKS.length * perRun * 2 + 60;
+  const perRound = VARIANTS.length * (2 + WARMUP + SLICES * (1 + SECONDS * (1 + RETRIES)));
+  const budgetS = FRAMEWORKS.length * ROUNDS * perRound * 2 + 60;
   // Everything is bounded: a stuck server or load generator ends the run with an error.
   const guard = setTimeout(() => {
     console.error(`bench/http: no result after ${budgetS} s, giving up`);
@@ -480,11 +503,12 @@ async function main() {
 
   const load1 = loadavg()[0];
   console.log(
-    `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds of ${SECONDS} s per server, each run a fresh ` +
-      `server process after ${WARMUP} s of warm-up; ${CONNECTIONS} connections, pipelining 1, 127.0.0.1; ` +
+    `HTTP benchmark: ${FRAMEWORKS.join(', ')}; ${ROUNDS} rounds, each with fresh server processes (${WARMUP} s ` +
+      `of warm-up) and ${SLICES} cycles of one ${SECONDS} s run per server; ${CONNECTIONS} connections, pipelining 1, 127.0.0.1; ` +
       `${PIN ? 'server pinned to core 1, load generator to core 0' : 'no CPU pinning'}; Node ${process.version}; load ${load1.toFixed(2)}`,
   );
-  const quietMin = FRAMEWORKS.length * VARIANTS.length * ROUNDS * (1 + WARMUP + SECONDS);
+  const quietMin =
+    FRAMEWORKS.length * VARIANTS.length * ROUNDS * (1 + WARMUP + SLICES * (0.3 + SECONDS));
   console.log(
     `(about ${Math.ceil(quietMin / 60)} min; a run during which other programs take over ${MAX_OTHER} % of a core is repeated, at most ${RETRIES} times)`,
   );
@@ -494,7 +518,8 @@ async function main() {
   console.log('');
   printTable(rows);
   console.log(
-    '\nratio: the server against the bare server of the same framework, per round, median over rounds' +
+    '\nratio: the server against the bare server of the same framework in the same cycle; median of each' +
+      "\nround's cycles, then median over rounds" +
       '\n(req/s ratio < 1 is slower; CPU ratio > 1 spends more server CPU per request). cost % = 1 − req/s ratio.' +
       '\nsrv CPU: server CPU time per wall second; below ~95 % the load generator or other programs set the pace.' +
       '\nothers: CPU taken meanwhile by everything but the server and the load generator (% of one core, median).',

@@ -14,6 +14,9 @@ export interface RateLimitHeaderOptions {
   readonly mode?: HeaderMode;
 }
 
+/** The headers of an allowed decision with `mode: false`: one shared, frozen empty record. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
 /**
  * The same text as one flat string. A concatenation is a rope (V8 cons string); Node checks every
  * header value with a regular expression, and a rope sends that check through a slow runtime path
@@ -27,7 +30,7 @@ function flat(text: string): string {
 /** Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once. */
 export function createHeaderWriter(
   options: RateLimitHeaderOptions,
-): (d: Decision) => Record<string, string> {
+): (d: Decision) => Readonly<Record<string, string>> {
   const name = options.name ?? 'default';
   const mode = options.mode ?? 'ietf';
   const policy = `"${name}";q=`;
@@ -36,9 +39,9 @@ export function createHeaderWriter(
   // The policy only changes with the decision's limit: build its text once per limit, not per call.
   let policyLimit = Number.NaN;
   let policyText = '';
-  return function writeHeaders(d: Decision): Record<string, string> {
+  return function writeHeaders(d: Decision): Readonly<Record<string, string>> {
     if (mode === false)
-      return d.allowed ? {} : { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) };
+      return d.allowed ? NO_HEADERS : { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) };
     if (d.limit !== policyLimit) {
       policyLimit = d.limit;
       policyText = policy + d.limit + windowPart;
@@ -67,5 +70,6 @@ export function rateLimitHeaders(
   decision: Decision,
   options: RateLimitHeaderOptions,
 ): Record<string, string> {
-  return createHeaderWriter(options)(decision);
+  // A record of the caller's own: the writer may hand out one shared, frozen record.
+  return { ...createHeaderWriter(options)(decision) };
 }

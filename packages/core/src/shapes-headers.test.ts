@@ -90,6 +90,13 @@ describe('rateLimitHeaders', () => {
     });
   });
 
+  it('gives every caller of rateLimitHeaders a record of its own to add to', () => {
+    const mine = rateLimitHeaders(allowed, { windowMs: 60_000, mode: false });
+    mine['Cache-Control'] = 'no-store';
+    expect(rateLimitHeaders(allowed, { windowMs: 60_000, mode: false })).toEqual({});
+    expect(createHeaderWriter({ windowMs: 60_000, mode: false })(allowed)).toEqual({});
+  });
+
   it('a reused writer follows each decision, in a stable header order', () => {
     const write = createHeaderWriter({ windowMs: 60_000, mode: 'legacy' });
     expect(Object.keys(write(refused))).toEqual([

@@ -16,7 +16,7 @@ export interface HttpAnswer {
 export function jsonAnswer(
   status: number,
   shape: ErrorShape,
-  headers: Record<string, string> = {},
+  headers: Readonly<Record<string, string>> = {},
 ): HttpAnswer {
   return {
     status,
@@ -29,7 +29,7 @@ export function jsonAnswer(
 export function textAnswer(
   status: number,
   text: string,
-  headers: Record<string, string> = {},
+  headers: Readonly<Record<string, string>> = {},
 ): HttpAnswer {
   return {
     status,

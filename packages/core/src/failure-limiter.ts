@@ -1,7 +1,7 @@
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecision } from './events.js';
-import { ipKey, parseIp, parsedIsLoopback } from './ip.js';
+import { subnetKey, parseIp, parsedIsLoopback } from './ip.js';
 import { boundedKey } from './keys.js';
 import { limiterStore } from './limiter-store.js';
 import type { MemoryStore } from './memory-store.js';
@@ -183,7 +183,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
     const vouched = typeof subject === 'string' || subject.exempt === true;
     return {
-      key: ipKey(ip, config.ipv6Subnet),
+      key: subnetKey(ip, config.ipv6Subnet),
       exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip),
     };
   }

@@ -40,7 +40,7 @@ export {
   type RestartScheduler,
   type RestartSchedulerOptions,
 } from './restart-scheduler.js';
-export { isLoopback, normalizeIp } from './ip.js';
+export { ipKey, isLoopback, normalizeIp } from './ip.js';
 export { normalizeOrigin } from './origin.js';
 export {
   type ClientInfo,

@@ -1,6 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ipKey, isLoopback, normalizeIp, parseCidr, parseHeaderAddress, parseIp } from './ip.js';
+import { PortcullisConfigError } from './errors.js';
+import {
+  ipKey,
+  isLoopback,
+  normalizeIp,
+  parseCidr,
+  parseHeaderAddress,
+  parseIp,
+  subnetKey,
+} from './ip.js';
 
 describe('normalizeIp', () => {
   it.each([
@@ -120,12 +129,12 @@ describe('isLoopback', () => {
 
 describe('ipKey', () => {
   it('keys IPv6 by its network and IPv4 by itself', () => {
-    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 64)).toBe('2001:db8:1:2::/64');
-    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 56)).toBe('2001:db8:1::/56');
-    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 60)).toBe('2001:db8:1::/60');
-    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, false)).toBe('2001:db8:1:2:3:4:5:6');
-    expect(ipKey(parseIp('2001:db8:1:2:3:4:5:6')!, 128)).toBe('2001:db8:1:2:3:4:5:6');
-    expect(ipKey(parseIp('192.0.2.1')!, 64)).toBe('192.0.2.1');
+    expect(subnetKey(parseIp('2001:db8:1:2:3:4:5:6')!, 64)).toBe('2001:db8:1:2::/64');
+    expect(subnetKey(parseIp('2001:db8:1:2:3:4:5:6')!, 56)).toBe('2001:db8:1::/56');
+    expect(subnetKey(parseIp('2001:db8:1:2:3:4:5:6')!, 60)).toBe('2001:db8:1::/60');
+    expect(subnetKey(parseIp('2001:db8:1:2:3:4:5:6')!, false)).toBe('2001:db8:1:2:3:4:5:6');
+    expect(subnetKey(parseIp('2001:db8:1:2:3:4:5:6')!, 128)).toBe('2001:db8:1:2:3:4:5:6');
+    expect(subnetKey(parseIp('192.0.2.1')!, 64)).toBe('192.0.2.1');
   });
 });
 
@@ -166,5 +175,21 @@ describe('parseCidr and parseHeaderAddress', () => {
     ]) {
       expect(parseHeaderAddress(bad), bad).toBeUndefined();
     }
+  });
+});
+
+describe('ipKey (public)', () => {
+  it('keys IPv4 canonically and IPv6 by /64 by default', () => {
+    expect(ipKey('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(ipKey('2001:DB8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(ipKey('2001:db8:1:2:aaaa::1', 48)).toBe('2001:db8:1::/48');
+    expect(ipKey('2001:db8:1:2:aaaa::1', false)).toBe('2001:db8:1:2:aaaa::1');
+    expect(ipKey('127.1')).toBeUndefined();
+  });
+  it('refuses a bad subnet with a config error', () => {
+    expect(() => ipKey('::1', 0)).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_IPV6_SUBNET' }),
+    );
+    expect(() => ipKey('::1', 1.5)).toThrow(PortcullisConfigError);
   });
 });

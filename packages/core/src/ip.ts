@@ -1,3 +1,4 @@
+import { optionErrorCode, PortcullisConfigError } from './errors.js';
 /*
  * The one place that parses IP addresses. Strict on purpose: the key of a client must not depend on
  * how an attacker chose to spell its address, so every accepted spelling maps to one canonical form,
@@ -145,9 +146,32 @@ export function isLoopback(value: string): boolean {
  * The bucket key of a canonical address: IPv4 as is; IPv6 truncated to its `/subnet` network
  * (`2001:db8:1:2::/64`) unless `subnet` is false or 128, because one IPv6 host usually owns a /64.
  */
-export function ipKey(ip: ParsedIp, subnet: number | false): string {
+export function subnetKey(ip: ParsedIp, subnet: number | false): string {
   if (ip.v === 4 || subnet === false || subnet >= 128) return formatIp(ip);
   return `${formatV6(maskV6(ip.g, subnet))}/${subnet}`;
+}
+
+/**
+ * The rate-limit key of a client address, as every Portcullis limiter builds it: IPv4 canonical,
+ * IPv6 by its `/ipv6Subnet` network (default `/64`, because one host usually owns a whole /64 and
+ * could otherwise rotate through it), `false` keeps the full IPv6 address. Returns `undefined` for
+ * anything that is not an address, so a caller can choose its own fallback bucket.
+ * @example ipKey('2001:db8:1:2:aaaa::1') // '2001:db8:1:2::/64'
+ * @example ipKey('::ffff:10.0.0.1') // '10.0.0.1'
+ */
+export function ipKey(ip: string, ipv6Subnet: number | false = 64): string | undefined {
+  if (
+    ipv6Subnet !== false &&
+    (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128)
+  ) {
+    throw new PortcullisConfigError(
+      optionErrorCode('ipv6Subnet'),
+      'ipv6Subnet',
+      `Portcullis: ipv6Subnet must be an integer from 1 to 128 or false, got ${String(ipv6Subnet)}`,
+    );
+  }
+  const parsed = parseIp(ip);
+  return parsed === undefined ? undefined : subnetKey(parsed, ipv6Subnet);
 }
 
 function maskV6(g: readonly number[], prefix: number): number[] {

@@ -5,7 +5,7 @@ import { PortcullisConfigError } from '../errors.js';
 import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
 import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
-import { ipKey } from '../ip.js';
+import { subnetKey } from '../ip.js';
 import { boolean, either, func, integer, oneOf, parseOptions, withMethods } from '../options.js';
 import type { Algorithm, Store } from '../store.js';
 import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
@@ -166,7 +166,7 @@ export function createRequestGate<Req>(
     const client = address(raw);
     if (client === undefined) return 'unknown';
     // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
-    return client.ip.v === 4 ? client.text : ipKey(client.ip, subnet);
+    return client.ip.v === 4 ? client.text : subnetKey(client.ip, subnet);
   }
 
   function result(d: Decision): RequestResult {

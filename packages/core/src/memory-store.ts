@@ -109,6 +109,14 @@ export class MemoryStore implements Store {
     return this.#max;
   }
 
+  /**
+   * A new, empty store with this one's bound, clock and timers: for a class of keys that must have
+   * a budget of its own (a browser flood must not evict or crowd out other clients' keys).
+   */
+  sibling(): MemoryStore {
+    return new MemoryStore({ maxEntries: this.#max, clock: this.#clock, timers: this.#timers });
+  }
+
   consume(key: string, rule: WindowRule, cost: number): Decision {
     const now = this.#clock.now();
     const slot = this.#live(key, rule.algorithm, now);

@@ -131,7 +131,7 @@ function peerOf(request: RawRequest): Peer | undefined {
 }
 
 /**
- * Compiles the client-identity rules of DESIGN 3.7 once; the returned function resolves a request.
+ * Compiles the client-identity rules (docs/design.md#client-identity) once; the returned function resolves a request.
  * @throws {PortcullisConfigError} for bad `trustedProxies` and other wrong options
  */
 export function createClientResolver(options?: ClientOptions): ClientResolver {
@@ -168,6 +168,13 @@ export function compileClientRules(options?: ClientOptions): {
     else process.emitWarning(msg, { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' });
   }
 
+  // A proxy never forwards for a client on its own loopback interface unless something on that host
+  // connected to it; a loopback hop is far more likely written by the client to pass as local.
+  // Either way it proves nothing: fail closed (unresolved), never loopback, never a step further left.
+  function untrustedHop(ip: ParsedIp): ParsedIp | undefined {
+    return parsedIsLoopback(ip) ? undefined : ip;
+  }
+
   function fromForwarded(request: RawRequest): ParsedIp | undefined {
     const lines = headerLines(request, 'x-forwarded-for');
     if (lines.length === 0) {
@@ -175,13 +182,13 @@ export function compileClientRules(options?: ClientOptions): {
       const real = headerLines(request, 'x-real-ip');
       if (real.length !== 1) return undefined;
       const ip = parseHeaderAddress(real[0] as string);
-      return ip !== undefined && !isTrusted(ip) ? ip : undefined;
+      return ip !== undefined && !isTrusted(ip) ? untrustedHop(ip) : undefined;
     }
     const hops = lines.join(',').split(',');
     for (let i = hops.length - 1; i >= 0; i--) {
       const ip = parseHeaderAddress(hops[i] as string);
       if (ip === undefined) return undefined;
-      if (!isTrusted(ip)) return ip;
+      if (!isTrusted(ip)) return untrustedHop(ip);
     }
     return undefined;
   }
@@ -228,9 +235,9 @@ const resolverCache = new WeakMap<object, ClientResolver>();
 let defaultResolver: ClientResolver | undefined;
 
 /**
- * Resolves who sent `request` (DESIGN 3.7): an untrusted peer is the client; behind a trusted proxy
- * the right-most untrusted `X-Forwarded-For` hop is; anything malformed or all-trusted is unresolved,
- * never the proxy's own address. Prefer {@link createClientResolver} on hot paths.
+ * Resolves who sent `request` (docs/design.md#client-identity): an untrusted peer is the client;
+ * behind a trusted proxy the right-most untrusted `X-Forwarded-For` hop is, unless it is a loopback
+ * address; anything malformed, loopback or all-trusted is unresolved, never the proxy's own address. Prefer {@link createClientResolver} on hot paths.
  */
 export function resolveClient(request: RawRequest, options?: ClientOptions): ClientInfo {
   if (options === undefined) {

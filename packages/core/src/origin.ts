@@ -1,15 +1,21 @@
+import { getDomain } from 'tldts';
+
 /** Longest Origin header value that is parsed at all; longer ones share the invalid bucket. */
 export const MAX_ORIGIN_LENGTH = 2048;
 
+const PREFIX = 'browser-origin:';
 const NULL_KEY = 'browser-origin:null';
 const INVALID_KEY = 'browser-origin:invalid';
 
 /**
  * The browser bucket key of an `Origin` header value: `browser-origin:` + the WHATWG serialised
- * origin (lower-case scheme and host, default port dropped, IDN as punycode). Opaque origins
- * (`null`, `file:`, extensions) share `browser-origin:null`; an unparseable, over-long (> 2 KiB) or
- * repeated header (an array, or a comma-joined value) shares `browser-origin:invalid`. Never throws.
+ * origin (lower-case scheme and host, default port dropped, IDN as punycode). Opaque origins are
+ * keyed by their own normalised text, so a sandboxed page (`null`) cannot lock out an extension
+ * (`browser-origin:chrome-extension://<id>`): lower-case scheme, plus `//host` when there is one,
+ * never a path. An unparseable, over-long (> 2 KiB) or repeated header (an array, or a comma-joined
+ * value) shares `browser-origin:invalid`. Never throws.
  * @example normalizeOrigin('HTTPS://Example.COM:443') // 'browser-origin:https://example.com'
+ * @example normalizeOrigin('chrome-extension://abcdefghijklmnop') // 'browser-origin:chrome-extension://abcdefghijklmnop'
  */
 export function normalizeOrigin(value: unknown): string {
   if (typeof value !== 'string' || value.length > MAX_ORIGIN_LENGTH) return INVALID_KEY;
@@ -17,11 +23,36 @@ export function normalizeOrigin(value: unknown): string {
   if (value.includes(',')) return INVALID_KEY;
   const text = value.trim();
   if (text === 'null') return NULL_KEY;
-  let origin: string;
+  let url: URL;
   try {
-    origin = new URL(text).origin;
+    url = new URL(text);
   } catch {
     return INVALID_KEY;
   }
-  return origin === 'null' ? NULL_KEY : `browser-origin:${origin}`;
+  const origin = url.origin;
+  if (origin !== 'null') return `${PREFIX}${origin}`;
+  // Opaque: the origin serialises as "null" for every such URL, which would put unrelated callers
+  // in one bucket. The scheme and host identify the caller; a path would let one caller mint keys.
+  const host = url.host.toLowerCase();
+  return `${PREFIX}${url.protocol.toLowerCase()}${host === '' ? '' : `//${host}`}`;
+}
+
+const TUPLE = /^(?:https?|wss?|ftp):\/\/(\[[0-9a-f:.]+\]|[^/:[\]]+)(?::\d+)?$/;
+
+/**
+ * The site of a browser bucket key (from {@link normalizeOrigin}): the registrable domain of its
+ * host, from the Public Suffix List (private suffixes included, so `a.github.io` and `b.github.io`
+ * are two sites), ignoring scheme and port. An IP literal is its own site; `localhost` and its
+ * subdomains are one site; a host with no registrable domain is its own site; an opaque or invalid
+ * origin is its own site. One site is one attacker: its subdomains share one budget.
+ * @example originSite('browser-origin:https://s7.evil.example') // 'evil.example'
+ */
+export function originSite(originKey: string): string {
+  const origin = originKey.startsWith(PREFIX) ? originKey.slice(PREFIX.length) : originKey;
+  const tuple = TUPLE.exec(origin);
+  if (tuple === null) return origin;
+  const host = tuple[1] as string;
+  if (host.startsWith('[') || /^[0-9.]+$/.test(host)) return host;
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'localhost';
+  return getDomain(host, { allowPrivateDomains: true, validateHostname: false }) ?? host;
 }

@@ -18,10 +18,25 @@ import {
   refusedUncounted,
 } from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
-import { boolean, func, parseOptions, required, withMethods } from '../options.js';
+import { boolean, func, integer, parseOptions, required, withMethods } from '../options.js';
 import { presets } from '../presets.js';
-import { authSubject } from '../subject.js';
+import { type AuthSubject, authSubject } from '../subject.js';
 import { type GateResult, jsonAnswer } from './answer.js';
+import {
+  type BrowserBudgetOptions,
+  type BudgetCheck,
+  browserBudgets,
+  browserLimiterFor,
+  eachMaybe,
+  firstRefusal,
+} from './browser-budget.js';
+
+const browserBudgetOption = (value: unknown, fail: (expected: string) => never) =>
+  parseOptions(
+    objectOption<BrowserBudgetOptions>(value, fail),
+    { perSite: integer(1), allOrigins: integer(1) },
+    'browserBudget',
+  );
 
 /** What a credential check found. */
 export type AuthOutcome = 'ok' | 'invalid' | 'missing';
@@ -38,6 +53,12 @@ export interface AuthGateOptions<Req> {
   options?: FailureLimiterOptions;
   /** The limiter for requests with an `Origin` (never loopback-exempt). @default same numbers, no exemption */
   browserLimiter?: FailureLimiter;
+  /**
+   * Aggregate budgets of loopback browser attempts (each origin keeps its own bucket too): per site
+   * (registrable domain) and across all local browser origins.
+   * @default { perSite: maxAttempts, allOrigins: 3 × maxAttempts }
+   */
+  browserBudget?: BrowserBudgetOptions;
   /** Proxies whose `X-Forwarded-For` is believed. @default [] */
   trustedProxies?: readonly string[];
   /** Believe `X-Real-IP` from a trusted proxy. @default false */
@@ -144,6 +165,7 @@ export function createAuthGate<Req>(
       limiter: failureLimiterOption,
       options: objectOption<FailureLimiterOptions>,
       browserLimiter: failureLimiterOption,
+      browserBudget: browserBudgetOption,
       ...clientOptionSpec,
     },
     where,
@@ -161,19 +183,8 @@ export function createAuthGate<Req>(
       ...o.options,
     });
   const lockoutLogger = limiter.logger ?? o.logger;
-  const browserLimiter =
-    o.browserLimiter ??
-    createFailureLimiter({
-      maxAttempts: limiter.config.maxAttempts,
-      windowMs: limiter.config.windowMs,
-      lockoutMs: limiter.config.lockoutMs,
-      ipv6Subnet: limiter.config.ipv6Subnet,
-      dryRun: limiter.config.dryRun,
-      exemptLoopback: false,
-      name: `${limiter.config.name}-browser`,
-      store: limiter.store,
-      ...(lockoutLogger !== undefined && { logger: lockoutLogger }),
-    });
+  const browserLimiter = o.browserLimiter ?? browserLimiterFor(limiter, lockoutLogger);
+  const browser = browserBudgets(browserLimiter, o.browserBudget ?? {});
   const gateScope = normalizeScope(o.scope);
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
@@ -202,25 +213,20 @@ export function createAuthGate<Req>(
     };
   }
 
-  function decide(
-    raw: RawRequest,
-    outcome: AuthOutcome,
-    scopeOverride?: string,
+  /** The lockout sequence on one limiter (non-browser clients): check, then count or reset. */
+  function decideOne(
+    lim: FailureLimiter,
+    subject: AuthSubject,
+    outcome: 'ok' | 'invalid',
+    scope: string,
   ): MaybePromise<GateResult> {
-    if (checkOutcome(outcome) === 'missing')
-      return { ok: false, decision: undefined, answer: missing, error: missingError };
-    const scope = scopeOverride ?? gateScope;
-    const client = resolve(raw);
-    const browser = client.origin !== undefined;
-    const lim = browser ? browserLimiter : limiter;
-    const subject = authSubject(client, { exemptLoopback: lim.config.exemptLoopback });
     return mapMaybe(lim.check(subject, scope), (d): MaybePromise<GateResult> => {
       if (!d.allowed) return refuse(d);
       if (outcome === 'ok')
-        return mapMaybe(lim.recordSuccess(subject, scope), (after) => ({
-          ok: true,
-          decision: after,
-        }));
+        return mapMaybe(lim.recordSuccess(subject, scope), (after) =>
+          // A lockout that started since `check` stands: a right credential is refused like any.
+          after.allowed ? { ok: true, decision: after } : refuse(after),
+        );
       // A concurrent request may have started the lockout since `check`: refuse, as `check` would.
       return mapMaybe(lim.recordFailure(subject, scope), (after) =>
         refusedUncounted(after)
@@ -228,6 +234,62 @@ export function createAuthGate<Req>(
           : { ok: false, decision: after, answer: invalid, error: invalidError },
       );
     });
+  }
+
+  /**
+   * The same sequence over several budgets (a loopback browser: its origin, its site, all local
+   * origins): every one must allow; a failure counts in each; a success resets only the origin's own
+   * bucket, so a right credential from one page never refunds what other pages spent.
+   */
+  function decideAll(
+    checks: readonly BudgetCheck[],
+    outcome: 'ok' | 'invalid',
+    scope: string,
+  ): MaybePromise<GateResult> {
+    const own = checks[0] as BudgetCheck;
+    return mapMaybe(
+      eachMaybe(checks, (c) => c.limiter.check(c.subject, scope)),
+      (before): MaybePromise<GateResult> => {
+        const refused = firstRefusal(before);
+        if (refused !== undefined) return refuse(refused);
+        if (outcome === 'ok')
+          return mapMaybe(own.limiter.recordSuccess(own.subject, scope), (after) =>
+            after.allowed ? { ok: true, decision: after } : refuse(after),
+          );
+        return mapMaybe(
+          eachMaybe(checks, (c) => c.limiter.recordFailure(c.subject, scope)),
+          (after) => {
+            const raced = after.filter(refusedUncounted);
+            return raced.length > 0
+              ? refuse(firstRefusal(raced) as Decision)
+              : { ok: false, decision: after[0] as Decision, answer: invalid, error: invalidError };
+          },
+        );
+      },
+    );
+  }
+
+  function decide(
+    raw: RawRequest,
+    outcome: AuthOutcome,
+    scopeOverride?: string,
+  ): MaybePromise<GateResult> {
+    const found = checkOutcome(outcome);
+    if (found === 'missing')
+      return { ok: false, decision: undefined, answer: missing, error: missingError };
+    const scope = scopeOverride ?? gateScope;
+    const client = resolve(raw);
+    if (client.origin === undefined)
+      return decideOne(
+        limiter,
+        authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
+        found,
+        scope,
+      );
+    const checks = browser.checks(client);
+    return checks.length === 1
+      ? decideOne(browserLimiter, (checks[0] as BudgetCheck).subject, found, scope)
+      : decideAll(checks, found, scope);
   }
 
   return {

@@ -72,13 +72,13 @@ describe('createAuthGate', () => {
 
   it('browsers use their own budget, keyed per origin from loopback and never exempt', () => {
     const { gate } = authGate();
-    const page = raw('127.0.0.1', { origin: 'http://evil.localhost:8000' });
+    const page = raw('127.0.0.1', { origin: 'http://evil.example:8000' });
     for (let i = 0; i < 10; i++) gate.run(page, { token: 'x' });
     const r = gate.run(page, { token: 'right' }) as GateResult;
     expect(!r.ok && r.answer.status).toBe(429);
     expect(
       (
-        gate.run(raw('127.0.0.1', { origin: 'http://other.localhost:8000' }), {
+        gate.run(raw('127.0.0.1', { origin: 'http://other.example:8000' }), {
           token: 'right',
         }) as GateResult
       ).ok,
@@ -129,7 +129,7 @@ describe('createAuthGate', () => {
     for (let i = 0; i < 10; i++) gate.run(raw('203.0.113.50'), {});
     for (let i = 0; i < 10; i++) gate.run(raw('127.0.0.1', { origin: 'http://a.localhost' }), {});
     expect(gate.limiter.check('203.0.113.50', 'default')).toMatchObject({ reason: 'locked' });
-    expect(warn).toHaveBeenCalledTimes(2);
+    expect(warn).toHaveBeenCalledTimes(3);
     expect(warn.mock.calls.map((c) => c[0])).toMatchObject([
       { code: 'AUTH_RATE_LIMITED', limiter: 'auth', scope: 'default', key: '203.0.113.50' },
       {
@@ -137,6 +137,12 @@ describe('createAuthGate', () => {
         limiter: 'auth-browser',
         scope: 'default',
         key: 'browser-origin:http://a.localhost',
+      },
+      {
+        code: 'AUTH_RATE_LIMITED',
+        limiter: 'auth-browser-site',
+        scope: 'default',
+        key: 'browser-site:localhost',
       },
     ]);
   });

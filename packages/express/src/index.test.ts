@@ -24,6 +24,33 @@ describe.each([
     return a;
   }
 
+  it('leaves a response an earlier middleware already sent alone (no ERR_HTTP_HEADERS_SENT)', async () => {
+    const clock = manualClock(0);
+    const errors: unknown[] = [];
+    const a = express();
+    // An earlier middleware answers but still calls next(), as some logging/caching layers do.
+    a.use((_req, res, next) => {
+      res.status(418).send('early');
+      next();
+    });
+    a.use(rateLimit({ limit: 1, clock, timers: clock }));
+    a.use(authGuard({ verify: () => 'invalid', options: { clock, timers: clock } }));
+    a.get('/', (_req, res) => {
+      if (!res.headersSent) res.send('late');
+    });
+    a.use(((err, _req, _res, next) => {
+      errors.push(err);
+      next();
+    }) as ErrorRequestHandler);
+    for (let i = 0; i < 3; i++) {
+      const r = await request(a).get('/');
+      expect(r.status).toBe(418);
+      expect(r.text).toBe('early');
+      expect(r.headers.ratelimit).toBeUndefined();
+    }
+    expect(errors).toEqual([]);
+  });
+
   it('calls onLimited with the request, the response and the decision, counter headers already set', async () => {
     const clock = manualClock(0);
     const onLimited = vi.fn((req: express5.Request, res: express5.Response, decision: Decision) => {

@@ -25,13 +25,22 @@ export type {
 
 const onLimitedSpec = { onLimited: functionOption };
 
-/** Sets every header of a record on `res`. */
+/**
+ * Sets every header of a record on `res`, unless an earlier middleware already sent the response
+ * (setting a header then throws `ERR_HTTP_HEADERS_SENT`; the request was still counted).
+ */
 function setHeaders(res: Response, headers: Readonly<Record<string, string>>): void {
+  if (res.headersSent) return;
   for (const name in headers) res.setHeader(name, headers[name] as string);
 }
 
-/** Writes a core answer as it is (status, every header, body) and ends the response. */
+/**
+ * Writes a core answer as it is (status, every header, body) and ends the response. When the
+ * response was already sent by an earlier middleware there is nothing left to answer: it is left
+ * alone, and the route's handler is not run either.
+ */
 function sendAnswer(res: Response, answer: HttpAnswer): void {
+  if (res.headersSent) return;
   res.statusCode = answer.status;
   setHeaders(res, answer.headers);
   res.end(answer.body);

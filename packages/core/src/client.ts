@@ -1,3 +1,4 @@
+import { safeLogger } from './safe-call.js';
 import type { Logger } from './events.js';
 import {
   type Cidr,
@@ -151,7 +152,7 @@ export function compileClientRules(options?: ClientOptions): {
   const o = parseOptions(options, clientSpec, 'resolveClient');
   const trusted = o.trustedProxies ?? [];
   const realIpFallback = o.allowRealIpFallback ?? false;
-  const logger = o.logger;
+  const logger = safeLogger(o.logger);
   let warned = false;
   const isTrusted = (ip: ParsedIp) => {
     for (const cidr of trusted) if (cidrContains(cidr, ip)) return true;

@@ -14,6 +14,7 @@ export {
 } from './clock.js';
 export type { Decision, DecisionReason } from './decision.js';
 export { PortcullisConfigError } from './errors.js';
+export { callSafely, safeLogger } from './safe-call.js';
 export { channels, type Logger, type PortcullisEvent } from './events.js';
 export type { Algorithm, FailureDecision, FailureRule, Store, WindowRule } from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';

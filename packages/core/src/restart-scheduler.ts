@@ -1,3 +1,4 @@
+import { safeLogger } from './safe-call.js';
 import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
 import type { Logger } from './events.js';
 import { func, integer, parseOptions, required, withMethods } from './options.js';
@@ -77,7 +78,7 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   const maxDelayMs = o.maxDelayMs ?? 60_000;
   const clock = o.clock ?? systemClock;
   const timers = o.timers ?? systemTimers;
-  const logger = o.logger;
+  const logger = safeLogger(o.logger);
 
   let last: number | undefined;
   let timer: TimerHandle | undefined;

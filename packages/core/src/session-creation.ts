@@ -1,3 +1,4 @@
+import { safeLogger } from './safe-call.js';
 import {
   fixedWindowConsume,
   fixedWindowPeek,
@@ -65,7 +66,7 @@ export function createSessionCreationLimiter(
   };
   const clock = o.clock ?? systemClock;
   const dryRun = o.dryRun ?? false;
-  const logger = o.logger;
+  const logger = safeLogger(o.logger);
   let state: FixedWindowState | undefined;
   return {
     consume(method: string): void {

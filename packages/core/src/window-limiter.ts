@@ -1,3 +1,4 @@
+import { safeLogger } from './safe-call.js';
 import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.js';
 import { asDryRun, type Decision, withKey } from './decision.js';
 import { type Logger, publishDecision } from './events.js';
@@ -98,7 +99,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
   const dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
 
-  const logger = o.logger;
+  const logger = safeLogger(o.logger);
   let warnedOverflow = false;
 
   function finish(key: string, d: Decision): Decision {

@@ -501,3 +501,45 @@ describe('guardUpgrade: configuration', () => {
     );
   });
 });
+
+describe('guardUpgrade: user hooks that fail', () => {
+  it('a throwing or rejecting onRefused/onAuthenticated is logged, never a crash', async () => {
+    const logger: Logger = { warn: vi.fn(), error: vi.fn() };
+    const g = await start({
+      logger,
+      verify: async (req) => tokenOutcome(queryToken(req)),
+      onRefused: (req) => {
+        if (req.url?.includes('async')) return Promise.reject(new Error('refused hook rejected'));
+        throw new Error('refused hook threw');
+      },
+      onAuthenticated: () => {
+        throw new Error('authenticated hook threw');
+      },
+    });
+    const crashes: unknown[] = [];
+    const onCrash = (e: unknown) => crashes.push(e);
+    process.on('uncaughtException', onCrash);
+    process.on('unhandledRejection', onCrash);
+    try {
+      expect((await upgradeWithToken(g.port, 'wrong')).status).toBe(401);
+      expect((await rawUpgrade(g.port, { path: '/?async=1&token=wrong' })).status).toBe(401);
+      const ok = await connectClient(`ws://127.0.0.1:${g.port}/?token=${SECRET}`);
+      expect(ok.opened).toBe(true);
+      if (ok.opened) ok.ws.terminate();
+      await settle();
+      await settle();
+    } finally {
+      process.off('uncaughtException', onCrash);
+      process.off('unhandledRejection', onCrash);
+    }
+    expect(crashes).toEqual([]);
+    const messages = vi
+      .mocked(logger.error)
+      .mock.calls.map((c) => [(c[0] as { code: string; err: Error }).err.message, c[1]]);
+    expect(messages).toEqual([
+      ['refused hook threw', 'Portcullis guardUpgrade: onRefused threw or rejected'],
+      ['refused hook rejected', 'Portcullis guardUpgrade: onRefused threw or rejected'],
+      ['authenticated hook threw', 'Portcullis guardUpgrade: onAuthenticated threw or rejected'],
+    ]);
+  });
+});

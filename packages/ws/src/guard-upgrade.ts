@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import {
   type AuthGateOptions,
   type AuthOutcome,
+  callSafely,
   createAuthGate,
   type GateResult,
   type HttpAnswer,
@@ -10,6 +11,7 @@ import {
   type MaybePromise,
   functionOption,
   PortcullisConfigError,
+  safeLogger,
 } from '@portcullis/core';
 import { refuseSocket } from './raw-response.js';
 
@@ -57,10 +59,16 @@ export interface GuardUpgradeOptions<Ws = unknown>
    * says `'ok'`, `'invalid'` or `'missing'`. May return a promise. Keep the comparison constant-time.
    */
   verify: (req: IncomingMessage) => MaybePromise<AuthOutcome>;
-  /** Called after `wss` has emitted `connection` for an accepted socket. */
-  onAuthenticated?: (ws: Ws, req: IncomingMessage) => void;
-  /** Called after a refusal (401, 429 or 503) has been written, e.g. for logs and metrics. */
-  onRefused?: (req: IncomingMessage, refusal: UpgradeRefusal) => void;
+  /**
+   * Called after `wss` has emitted `connection` for an accepted socket. A throw or a rejected
+   * promise is reported to `logger.error` (else as a process warning), never a crash.
+   */
+  onAuthenticated?: (ws: Ws, req: IncomingMessage) => void | Promise<void>;
+  /**
+   * Called after a refusal (401, 429 or 503) has been written, e.g. for logs and metrics. A throw
+   * or a rejected promise is reported like `onAuthenticated`'s.
+   */
+  onRefused?: (req: IncomingMessage, refusal: UpgradeRefusal) => void | Promise<void>;
 }
 
 type Verdict =
@@ -159,7 +167,8 @@ export function guardUpgrade<Ws>(
     where: 'guardUpgrade',
     extra: { onAuthenticated: functionOption, onRefused: functionOption },
   });
-  const { onAuthenticated, onRefused, logger } = options;
+  const { onAuthenticated, onRefused } = options;
+  const logger = safeLogger(options.logger);
 
   function report(error: unknown, message: string): void {
     if (logger) logger.error({ code: 'PORTCULLIS_UPGRADE_ERROR', err: error }, message);
@@ -171,6 +180,11 @@ export function guardUpgrade<Ws>(
   }
 
   const failed = (error: unknown): Verdict => ({ kind: 'error', error });
+  // A hook runs after the answer is written: its failure is reported, never a crash.
+  const refusedHookFailed = (error: unknown) =>
+    report(error, 'Portcullis guardUpgrade: onRefused threw or rejected');
+  const authenticatedHookFailed = (error: unknown) =>
+    report(error, 'Portcullis guardUpgrade: onAuthenticated threw or rejected');
 
   function afterRouting(handles: boolean, req: IncomingMessage): MaybePromise<Verdict> {
     if (!handles) return ELSEWHERE;
@@ -226,14 +240,14 @@ export function guardUpgrade<Ws>(
     const result = verdict.result;
     if (!result.ok) {
       refuseSocket(socket, result.answer);
-      onRefused?.(req, result);
+      callSafely(onRefused, [req, result], refusedHookFailed);
       return;
     }
     // ws adds its own error handler as the first thing handleUpgrade does.
     release();
     wss.handleUpgrade(req, socket, head, (ws) => {
       wss.emit('connection', ws, req);
-      onAuthenticated?.(ws, req);
+      callSafely(onAuthenticated, [ws, req], authenticatedHookFailed);
     });
   }
 

@@ -73,6 +73,39 @@ export function integer(min: number, max = Number.MAX_SAFE_INTEGER): OptionCheck
       : fail(expected);
 }
 
+/**
+ * The longest time span an option may hold: 10 years. Longer spans are refused because they make
+ * `now + span` or `limit × windowMs` pass 2^53, where arithmetic silently stops being exact (a
+ * lockout that ends early, a bucket that holds one token less than its limit).
+ */
+export const MAX_DURATION_MS = 315_360_000_000;
+
+/** The longest delay a Node timer holds; a longer one fires after 1 ms instead. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A time span in milliseconds within `[min, MAX_DURATION_MS]`. */
+export function duration(min: number): OptionCheck<number> {
+  return integer(min, MAX_DURATION_MS);
+}
+
+/** A timer delay in milliseconds within `[min, MAX_TIMER_MS]` (Node cannot wait longer). */
+export function timerDelay(min: number): OptionCheck<number> {
+  return integer(min, MAX_TIMER_MS);
+}
+
+/**
+ * Refuses a `limit` so large that `limit × windowMs` passes 2^53 (the token bucket counts in
+ * units of `1 / windowMs` token).
+ */
+export function checkLimitSpan(limit: number, windowMs: number, where: string): void {
+  if (limit * windowMs <= Number.MAX_SAFE_INTEGER) return;
+  throw new PortcullisConfigError(
+    optionErrorCode('limit'),
+    'limit',
+    `${where}: limit × windowMs must stay below 2^53 for exact counting; got ${limit} × ${windowMs}`,
+  );
+}
+
 /** A boolean; truthy strings and numbers are rejected. */
 export const boolean: OptionCheck<boolean> = (value, fail) =>
   typeof value === 'boolean' ? value : fail('a boolean');

@@ -1,13 +1,24 @@
 import { safeLogger } from './safe-call.js';
 import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
 import type { Logger } from './events.js';
-import { func, integer, parseOptions, required, withMethods } from './options.js';
+import { optionErrorCode, PortcullisConfigError } from './errors.js';
+import { func, MAX_TIMER_MS, parseOptions, required, timerDelay, withMethods } from './options.js';
 
 /** What `onRestart` is told. */
 export interface RestartEvent {
-  /** The reasons of every request coalesced into this restart, in arrival order. */
+  /**
+   * The reasons of the requests coalesced into this restart, in arrival order: at most
+   * {@link MAX_RESTART_REASONS}, each cut to {@link MAX_RESTART_REASON_LENGTH} characters.
+   */
   readonly reasons: readonly string[];
+  /** How many further reasons arrived while this restart was pending and were not kept. */
+  readonly droppedReasons: number;
 }
+
+/** Most reasons one pending restart keeps (reasons come off the wire: they must stay bounded). */
+export const MAX_RESTART_REASONS = 32;
+/** Longest reason kept; longer ones are cut and end with `…`. */
+export const MAX_RESTART_REASON_LENGTH = 256;
 
 /** Options of {@link createRestartScheduler}. */
 export interface RestartSchedulerOptions {
@@ -51,9 +62,9 @@ export interface RestartScheduler {
 
 const restartSpec = {
   onRestart: func,
-  cooldownMs: integer(0),
-  defaultDelayMs: integer(0),
-  maxDelayMs: integer(0),
+  cooldownMs: timerDelay(0),
+  defaultDelayMs: timerDelay(0),
+  maxDelayMs: timerDelay(0),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   logger: withMethods<Logger>('warn', 'error'),
@@ -79,11 +90,34 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   const clock = o.clock ?? systemClock;
   const timers = o.timers ?? systemTimers;
   const logger = safeLogger(o.logger);
+  // The timer waits delay + cooldown at most: that sum must fit a Node timer, or it fires at once.
+  if (maxDelayMs + cooldownMs > MAX_TIMER_MS || defaultDelayMs + cooldownMs > MAX_TIMER_MS) {
+    throw new PortcullisConfigError(
+      optionErrorCode('maxDelayMs'),
+      'maxDelayMs',
+      `createRestartScheduler: maxDelayMs (and defaultDelayMs) + cooldownMs must not exceed ${MAX_TIMER_MS} ms, the longest a timer waits`,
+    );
+  }
+  /** The longest any restart can be away: a clock that stepped back must not make it longer. */
+  const longestWait = maxDelayMs + cooldownMs;
 
   let last: number | undefined;
   let timer: TimerHandle | undefined;
   let dueAt = 0;
   let reasons: string[] = [];
+  let dropped = 0;
+
+  function keepReason(reason: string): void {
+    if (reasons.length >= MAX_RESTART_REASONS) {
+      dropped++;
+      return;
+    }
+    reasons.push(
+      reason.length > MAX_RESTART_REASON_LENGTH
+        ? `${reason.slice(0, MAX_RESTART_REASON_LENGTH - 1)}…`
+        : reason,
+    );
+  }
 
   function fail(error: unknown): void {
     if (logger) logger.error({ err: error }, 'Portcullis: restart failed');
@@ -93,8 +127,9 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   function fire(): void {
     timer = undefined;
     last = clock.now();
-    const event = { reasons };
+    const event = { reasons, droppedReasons: dropped };
     reasons = [];
+    dropped = 0;
     try {
       const result = onRestart(event);
       if (result && typeof result.then === 'function') result.then(undefined, fail);
@@ -117,11 +152,20 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
           `Portcullis: restart delayMs must be a number, got ${String(requested)}`,
         );
       }
+      if (req.reason !== undefined && typeof req.reason !== 'string') {
+        throw new TypeError(
+          `Portcullis: restart reason must be a string, got ${typeof req.reason}`,
+        );
+      }
       const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
       const now = clock.now();
+      // State stamped in the future (the clock stepped back) is clamped to now: the cooldown never
+      // grows beyond cooldownMs and a pending restart is never reported further than it can be.
+      if (last !== undefined && last > now) last = now;
+      if (timer !== undefined && dueAt > now + longestWait) dueAt = now + longestWait;
       const cooldownMsApplied = last === undefined ? 0 : Math.max(0, last + cooldownMs - now);
       const due = now + delay + cooldownMsApplied;
-      if (req.reason !== undefined) reasons.push(req.reason);
+      if (req.reason !== undefined) keepReason(req.reason);
       if (timer !== undefined) {
         if (due < dueAt) schedule(due, now);
         return { coalesced: true, delayMs: dueAt - now, cooldownMsApplied };
@@ -132,12 +176,16 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
     pending: () =>
       timer === undefined
         ? undefined
-        : { dueInMs: Math.max(0, dueAt - clock.now()), reasons: [...reasons] },
+        : {
+            dueInMs: Math.min(longestWait, Math.max(0, dueAt - clock.now())),
+            reasons: [...reasons],
+          },
     lastRestartAt: () => last,
     close(): void {
       if (timer !== undefined) timers.clearTimeout(timer);
       timer = undefined;
       reasons = [];
+      dropped = 0;
     },
   };
 }

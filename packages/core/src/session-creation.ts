@@ -9,7 +9,7 @@ import { type Clock, systemClock, type Timers } from './clock.js';
 import type { Decision } from './decision.js';
 import { sessionRateLimitMessage } from './error-shapes.js';
 import type { Logger } from './events.js';
-import { boolean, integer, parseOptions, withMethods } from './options.js';
+import { boolean, duration, integer, parseOptions, withMethods } from './options.js';
 import type { WindowRule } from './store.js';
 
 /** Options of {@link createSessionCreationLimiter}. */
@@ -43,7 +43,7 @@ export interface SessionCreationLimiter {
 
 const sessionSpec = {
   limit: integer(1),
-  windowMs: integer(1),
+  windowMs: duration(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,

@@ -79,7 +79,10 @@ describe('createRestartScheduler', () => {
     expect(onRestart).not.toHaveBeenCalled();
     clock.advance(1);
     expect(onRestart).toHaveBeenCalledTimes(1);
-    expect(onRestart).toHaveBeenCalledWith({ reasons: ['config.apply', 'plugins.install'] });
+    expect(onRestart).toHaveBeenCalledWith({
+      reasons: ['config.apply', 'plugins.install'],
+      droppedReasons: 0,
+    });
     expect(scheduler.lastRestartAt()).toBe(2_000);
   });
 

@@ -5,7 +5,16 @@ import { type Logger, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
 import { limiterStore } from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
-import { boolean, integer, nonEmptyString, oneOf, parseOptions, withMethods } from './options.js';
+import {
+  boolean,
+  checkLimitSpan,
+  duration,
+  integer,
+  nonEmptyString,
+  oneOf,
+  parseOptions,
+  withMethods,
+} from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
 
 /** Options of {@link createWindowLimiter}. */
@@ -59,7 +68,7 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
 
 const windowLimiterSpec = {
   limit: integer(1),
-  windowMs: integer(1),
+  windowMs: duration(1),
   algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
   store: withMethods<Store>('consume', 'peek', 'delete'),
   maxEntries: integer(1),
@@ -95,6 +104,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     limit: o.limit ?? 60,
     windowMs: o.windowMs ?? 60_000,
   });
+  checkLimitSpan(rule.limit, rule.windowMs, 'createWindowLimiter');
   const name = o.name ?? 'default';
   const dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');

@@ -6,7 +6,16 @@ import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.
 import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
 import { subnetKey } from '../ip.js';
-import { boolean, either, func, integer, oneOf, parseOptions, withMethods } from '../options.js';
+import {
+  boolean,
+  duration,
+  either,
+  func,
+  integer,
+  oneOf,
+  parseOptions,
+  withMethods,
+} from '../options.js';
 import type { Algorithm, Store } from '../store.js';
 import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
@@ -89,7 +98,7 @@ export function createRequestGate<Req>(
     {
       ...extra,
       limit: integer(1),
-      windowMs: integer(1),
+      windowMs: duration(1),
       algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
       name: (v: unknown, fail: (e: string) => never) =>
         typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)

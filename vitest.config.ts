@@ -3,7 +3,9 @@ import { defineConfig } from 'vitest/config';
 
 const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
-// Tests run against the packages' sources: no build is needed before `npm test`.
+// Tests import the packages' sources (the aliases below): no build is needed before `npm test`.
+// The projects that pack the packages or start server processes loading their dist, or that need
+// Redis, run test/setup/services.ts first: it builds what is stale and brings up a Redis.
 const alias = [
   {
     find: /^@portcullis\/core\/testing$/,
@@ -15,9 +17,11 @@ const alias = [
   },
 ];
 
-const pkg = (name: string) => ({
+const services = [root('./test/setup/services.ts')];
+
+const pkg = (name: string, globalSetup: string[] = []) => ({
   extends: true as const,
-  test: { name, include: [`packages/${name}/src/**/*.test.ts`] },
+  test: { name, include: [`packages/${name}/src/**/*.test.ts`], globalSetup },
 });
 
 export default defineConfig({
@@ -33,13 +37,17 @@ export default defineConfig({
       pkg('fastify'),
       pkg('ws'),
       pkg('rpc'),
-      pkg('redis'),
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'] } },
+      pkg('redis', services),
+      {
+        extends: true,
+        test: { name: 'integration', include: ['test/**/*.test.ts'], globalSetup: services },
+      },
       {
         extends: true,
         test: {
           name: 'examples',
           include: ['examples/*/src/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
+          globalSetup: services,
         },
       },
     ],

@@ -1,13 +1,25 @@
 // Builds the package in the current directory twice with tsc: ESM (dist/esm) and CommonJS
 // (dist/cjs, marked with its own package.json), each with its own declarations so that both
-// `import` and `require` users get types that match what they load.
+// `import` and `require` users get types that match what they load. Then records the stamp of
+// the inputs it built from (build-stamp.mjs), which is how the test setup knows dist is current.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { basename } from 'node:path';
+import { clearStamp, PACKAGES, writeStamp } from './build-stamp.mjs';
 
+const name = basename(process.cwd());
+const stamped = PACKAGES.includes(name);
+if (stamped) clearStamp(name);
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 rmSync('dist', { recursive: true, force: true });
-const run = (...args) => execFileSync(process.execPath, [tsc, ...args], { stdio: 'inherit' });
+const run = (...args) => {
+  try {
+    execFileSync(process.execPath, [tsc, ...args], { stdio: 'inherit' });
+  } catch {
+    process.exit(1); // tsc has printed its errors
+  }
+};
 run('-p', 'tsconfig.build.json');
 run(
   '-p',
@@ -23,3 +35,4 @@ run(
 );
 mkdirSync('dist/cjs', { recursive: true });
 writeFileSync('dist/cjs/package.json', '{ "type": "commonjs" }\n');
+if (stamped) writeStamp(name);

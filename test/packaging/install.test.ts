@@ -2,9 +2,9 @@
 // outside the repository (with the frameworks at the repository's exact versions), then loads them
 // the four ways users do: ESM and CommonJS, JavaScript and TypeScript (compiled and run, with the
 // repository's tsc, `module: node16` and `nodenext`, strict). Every variant runs the same program
-// — the public names of DESIGN section 7 and one real call into each package — and must print the
-// same report. It needs the packages built (`npm run build`; CI builds before testing) and fails,
-// never skips, when they are not.
+// — the public names (docs/design.md#public-names) and one real call into each package — and must
+// print the same report. scripts/pack.mjs builds whatever is stale first (the test setup already
+// has), so the tarballs always hold a dist built from the sources under test.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -353,32 +353,15 @@ let packed: Packed[] = [];
 const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
 
 beforeAll(async () => {
-  const unbuilt = PACKAGES.filter(
-    (p) =>
-      !existsSync(join(repo, 'packages', p, 'dist', 'esm', 'index.js')) ||
-      !existsSync(join(repo, 'packages', p, 'dist', 'cjs', 'index.js')),
-  );
-  if (unbuilt.length > 0)
-    throw new Error(
-      `packages not built: ${unbuilt.join(', ')}. Run \`npm run build\` first (CI builds before \`npm test\`).`,
-    );
-
   scratch = mkdtempSync(join(tmpdir(), 'portcullis-install-'));
   const tarballs = join(scratch, 'tarballs');
   mkdirSync(tarballs);
-  // Under the lock the suites that rebuild stale packages take, so none rewrites a dist mid-pack.
+  // Builds what is stale and packs under the build lock, so no build rewrites a dist mid-pack.
   const out = await sh(
-    'flock',
-    [
-      '/tmp/portcullis-build.lock',
-      'npm',
-      'pack',
-      '--json',
-      '--pack-destination',
-      tarballs,
-      ...PACKAGES.flatMap((p) => ['--workspace', `packages/${p}`]),
-    ],
+    process.execPath,
+    [join(repo, 'scripts', 'pack.mjs'), '--json', tarballs],
     repo,
+    180_000,
   );
   packed = JSON.parse(out);
 

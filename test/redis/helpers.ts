@@ -11,10 +11,15 @@ import { Valkey } from 'iovalkey';
 import { createClient, RESP_TYPES } from 'redis';
 import type { SendCommand } from '../../packages/redis/src/index.js';
 
-/** The shared test Redis (`.ci/run` starts it). */
-export const REDIS_HOST = '127.0.0.1';
+/**
+ * The shared test Redis: REDIS_URL, which the test setup (test/setup/services.ts) sets to the Redis
+ * it found or started; 127.0.0.1:6379 when a test runs without it.
+ */
+const SHARED = new URL(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+/** Host of the shared test Redis. */
+export const REDIS_HOST = SHARED.hostname.replace(/^\[|\]$/g, '');
 /** Port of the shared test Redis. */
-export const REDIS_PORT = 6379;
+export const REDIS_PORT = Number(SHARED.port || 6379);
 
 /** A connected client reduced to what RedisStore needs. */
 export interface TestClient {
@@ -34,7 +39,7 @@ export interface ClientKind {
 const unreachable = (port: number, error: unknown): Error =>
   new Error(
     `Redis is not reachable on ${REDIS_HOST}:${port} (${error instanceof Error ? error.message : String(error)}). ` +
-      'Start one: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
+      'The test setup starts a private one when redis-server is installed: apt-get install redis-server',
   );
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -237,25 +242,15 @@ export async function startRedisServer(): Promise<RedisServer> {
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * Child processes load `@portcullis/core` and `@portcullis/redis` from their built `dist` (CI runs
- * `npm run build` before `npm test`). Rebuilds a package whose dist is missing or older than its
- * sources; the check and the build run under one lock so parallel test files never build at once.
+ * Child processes load `@portcullis/core` and `@portcullis/redis` from their built `dist`. The test
+ * setup has built what was stale; this checks again (a source may have changed since) and rebuilds
+ * under the build lock (scripts/build-if-stale.mjs), so parallel test files never build at once.
  */
 export function ensureBuilt(): void {
-  execFileSync(
-    'flock',
-    [
-      '/tmp/portcullis-build.lock',
-      process.execPath,
-      `${repo}/scripts/build-if-stale.mjs`,
-      'core',
-      'redis',
-    ],
-    {
-      cwd: repo,
-      stdio: 'inherit',
-    },
-  );
+  execFileSync(process.execPath, [`${repo}/scripts/build-if-stale.mjs`, 'core', 'redis'], {
+    cwd: repo,
+    stdio: 'inherit',
+  });
 }
 
 /** Absolute path of a fixture script in test/redis/fixtures. */

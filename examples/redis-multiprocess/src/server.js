@@ -68,12 +68,17 @@ const server = app.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   process.send?.({ name, pid: process.pid, url: `http://127.0.0.1:${port}` });
 });
 
+// Stops once, whichever comes first: Ctrl-C (the whole process group gets SIGINT), SIGTERM from the
+// launcher, or the launcher going away (the IPC channel closes). Disconnecting twice would throw.
+let stopped = false;
 function stop() {
+  if (stopped) return;
+  stopped = true;
   server.close();
   server.closeAllConnections();
   store.close();
   redis.disconnect();
-  process.disconnect?.();
+  if (process.connected) process.disconnect();
 }
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

@@ -1,6 +1,6 @@
-// Starts the example as `npm start` does (src/main.js: two server processes) against the shared
-// Redis on 127.0.0.1:6379, with a prefix of its own. Never skips: without Redis it fails and says
-// how to start one.
+// Starts the example as `npm start` does (src/main.js: two server processes) against the test Redis
+// (REDIS_URL, which the test setup sets; default 127.0.0.1:6379), with a prefix of its own. Never
+// skips: without Redis it fails and says how to get one.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const EXAMPLE = fileURLToPath(new URL('..', import.meta.url));
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const PASSWORD = 'multi-process secret';
 const prefix = `portcullis-example-test:${randomUUID().slice(0, 8)}:`;
 
@@ -24,21 +24,41 @@ let redis: Redis | undefined;
 let launcher: ChildProcess | undefined;
 let servers: Record<string, Server> = {};
 
-/** Runs src/main.js; resolves with both servers once it has printed them, rejects if it exits. */
-function launch(env: Record<string, string>): { child: ChildProcess; output: () => string } {
+/**
+ * Runs src/main.js in a process group of its own (as a shell runs `npm start`, so a Ctrl-C can be
+ * sent to the whole group); `output` is stdout and stderr together, `errors` stderr alone.
+ */
+function launch(env: Record<string, string>): {
+  child: ChildProcess;
+  output: () => string;
+  errors: () => string;
+} {
   const child = spawn(process.execPath, ['src/main.js'], {
     cwd: EXAMPLE,
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let output = '';
+  let errors = '';
   child.stdout?.on('data', (chunk) => {
     output += chunk;
   });
   child.stderr?.on('data', (chunk) => {
     output += chunk;
+    errors += chunk;
   });
-  return { child, output: () => output };
+  return { child, output: () => output, errors: () => errors };
+}
+
+/** Kills whatever is left of a launched group. */
+function killGroup(child: ChildProcess | undefined): void {
+  if (child?.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }
 
 function started(child: ChildProcess, output: () => string): Promise<Record<string, Server>> {
@@ -81,18 +101,17 @@ async function connectRedis(): Promise<Redis> {
     client.disconnect();
     throw new Error(
       `Redis is not reachable at ${REDIS_URL} (${(lastError ?? (error as Error)).message}); this ` +
-        'test needs it. Start one: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
+        'test needs it. The test setup starts a private one when redis-server is installed: apt-get install redis-server',
     );
   }
 }
 
 beforeAll(async () => {
   redis = await connectRedis();
+  // The server processes load the packages' dist: build what is stale (the setup already has).
   execFileSync(
-    'flock',
+    process.execPath,
     [
-      '/tmp/portcullis-build.lock',
-      process.execPath,
       fileURLToPath(new URL('../../../scripts/build-if-stale.mjs', import.meta.url)),
       'core',
       'express',
@@ -106,10 +125,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    launcher.kill('SIGKILL');
-    for (const { pid } of Object.values(servers)) process.kill(pid, 'SIGKILL');
-  }
+  killGroup(launcher);
   if (redis) {
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -190,6 +206,37 @@ describe('two server processes sharing limits through Redis', () => {
     expect(code).toBe(0);
     for (const { pid } of Object.values(servers)) expect(() => process.kill(pid, 0)).toThrow();
   });
+});
+
+describe('Ctrl-C', () => {
+  it('stops both servers quietly: exit code 0, nothing on stderr', async () => {
+    const run = launch({ REDIS_URL, REDIS_PREFIX: prefix });
+    try {
+      const both = await started(run.child, run.output);
+      const exited = once(run.child, 'exit');
+      // A terminal's Ctrl-C: SIGINT to every process of the foreground group at once.
+      process.kill(-(run.child.pid as number), 'SIGINT');
+      const [code, signal] = await exited;
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      for (const { pid } of Object.values(both)) {
+        await expect
+          .poll(() => {
+            try {
+              process.kill(pid, 0);
+              return 'running';
+            } catch {
+              return 'gone';
+            }
+          })
+          .toBe('gone');
+      }
+      // Give a late trace from a server the chance to arrive before checking.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(run.errors()).toBe('');
+    } finally {
+      killGroup(run.child);
+    }
+  }, 60_000);
 });
 
 describe('without Redis', () => {

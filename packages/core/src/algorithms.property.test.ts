@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Decision } from './decision.js';
 import { createFailureLimiter } from './failure-limiter.js';
-import type { Algorithm } from './store.js';
+import { MemoryStore } from './memory-store.js';
+import type { Algorithm, WindowRule } from './store.js';
 import { manualClock } from './testing/manual-clock.js';
 import { createWindowLimiter } from './window-limiter.js';
 
@@ -242,9 +243,16 @@ describe('failure limiter against a reference model', () => {
         }),
       },
       { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(1200) }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          t: fc.constant('rewind' as const),
+          ms: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.constant(3_600_000)),
+        }),
+      },
     );
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 100 }), (ops) => {
+      fc.property(fc.array(op, { minLength: 20, maxLength: 100 }), (ops) => {
         const clock = manualClock(0);
         const l = createFailureLimiter({
           maxAttempts: max,
@@ -259,18 +267,36 @@ describe('failure limiter against a reference model', () => {
             clock.advance(o.ms);
             continue;
           }
+          if (o.t === 'rewind') {
+            clock.set(clock.now() - o.ms);
+            continue;
+          }
           const now = clock.now();
           const m = model.get(o.key) ?? { fails: [], lockedUntil: 0 };
+          // State stamped in the future (the clock stepped back) is clamped to now when read.
+          if (m.lockedUntil !== 0 && m.lockedUntil > now + lockoutMs)
+            m.lockedUntil = now + lockoutMs;
+          m.fails = m.fails.map((t) => Math.min(t, now));
           if (m.lockedUntil !== 0 && now >= m.lockedUntil) {
             m.fails = [];
             m.lockedUntil = 0;
           }
           m.fails = m.fails.filter((t) => t + windowMs > now);
           model.set(o.key, m);
-          const isLocked = m.lockedUntil > now;
+          const isLocked = m.lockedUntil !== 0 && m.lockedUntil > now;
           if (o.t === 'success') {
-            l.recordSuccess(o.key);
-            model.delete(o.key);
+            // A success never lifts a lockout in force; otherwise it clears the history.
+            const d = l.recordSuccess(o.key) as Decision;
+            if (isLocked) {
+              expect(d).toMatchObject({
+                allowed: false,
+                reason: 'locked',
+                retryAfterMs: m.lockedUntil - now,
+              });
+            } else {
+              expect(d).toMatchObject({ allowed: true, reason: 'allowed', remaining: max });
+              model.delete(o.key);
+            }
           } else if (o.t === 'check') {
             const d = l.check(o.key) as Decision;
             expect(d).toMatchObject(
@@ -303,6 +329,141 @@ describe('failure limiter against a reference model', () => {
           }
         }
       }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('a clock that steps back (state stamped in the future is clamped to now)', () => {
+  type StepOp =
+    | { t: 'consume'; cost: number; wait: boolean }
+    | { t: 'peek'; wait: boolean }
+    | { t: 'advance'; ms: number }
+    | { t: 'rewind'; ms: number };
+  const stepOp: fc.Arbitrary<StepOp> = fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        t: fc.constant('consume' as const),
+        cost: fc.integer({ min: 1, max: 4 }),
+        wait: fc.boolean(),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ t: fc.constant('peek' as const), wait: fc.boolean() }) },
+    { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(1500) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('rewind' as const),
+        ms: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.constant(3_600_000)),
+      }),
+    },
+  );
+  /** The longest honest wait: one window; two for the sliding window (the time it takes to drain). */
+  const longest = (rule: WindowRule) =>
+    rule.algorithm === 'sliding-window' ? 2 * rule.windowMs : rule.windowMs;
+
+  it.each(['fixed-window', 'sliding-window', 'token-bucket'] as const)(
+    '%s: no wait exceeds the window, and waiting retryAfterMs is enough',
+    (algorithm) => {
+      fc.assert(
+        fc.property(
+          fc.array(stepOp, { minLength: 10, maxLength: 60 }),
+          fc.integer({ min: 1, max: 6 }),
+          fc.constantFrom(1000, 7, 60_000),
+          (ops, limit, windowMs) => {
+            const clock = manualClock(0);
+            const store = new MemoryStore({ clock, timers: clock });
+            const rule: WindowRule = { algorithm, limit, windowMs };
+            const bounded = (d: Decision) => {
+              expect(d.retryAfterMs).toBeGreaterThanOrEqual(d.allowed ? 0 : 1);
+              expect(d.retryAfterMs).toBeLessThanOrEqual(d.allowed ? 0 : longest(rule));
+              expect(d.resetMs).toBeGreaterThanOrEqual(0);
+              expect(d.resetMs).toBeLessThanOrEqual(longest(rule));
+              expect(d.remaining).toBeGreaterThanOrEqual(0);
+              expect(d.remaining).toBeLessThanOrEqual(limit);
+            };
+            for (const op of ops) {
+              if (op.t === 'advance') clock.advance(op.ms);
+              else if (op.t === 'rewind') clock.set(clock.now() - op.ms);
+              else {
+                const cost = op.t === 'consume' ? op.cost : 1;
+                const d =
+                  op.t === 'consume' ? store.consume('k', rule, cost) : store.peek('k', rule);
+                bounded(d);
+                if (!d.allowed && op.wait && cost <= limit) {
+                  clock.advance(d.retryAfterMs);
+                  const after = store.consume('k', rule, cost);
+                  bounded(after);
+                  expect(after.allowed).toBe(true);
+                }
+              }
+            }
+            store.close();
+          },
+        ),
+        { numRuns: 300 },
+      );
+    },
+  );
+
+  it('failure log: a lockout never exceeds lockoutMs, and waiting retryAfterMs is enough', () => {
+    const rule = { maxAttempts: 3, windowMs: 1000, lockoutMs: 3000 };
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            { weight: 4, arbitrary: fc.constant({ t: 'fail' as const }) },
+            { weight: 1, arbitrary: fc.constant({ t: 'success' as const }) },
+            { weight: 2, arbitrary: fc.record({ t: fc.constant('wait' as const) }) },
+            {
+              weight: 2,
+              arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(1500) }),
+            },
+            {
+              weight: 2,
+              arbitrary: fc.record({
+                t: fc.constant('rewind' as const),
+                ms: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.constant(3_600_000)),
+              }),
+            },
+          ),
+          { minLength: 10, maxLength: 80 },
+        ),
+        (ops) => {
+          const clock = manualClock(0);
+          const store = new MemoryStore({ clock, timers: clock });
+          const bounded = (d: Decision) => {
+            if (d.allowed) {
+              expect(d.retryAfterMs).toBe(0);
+              expect(d.resetMs).toBeLessThanOrEqual(rule.windowMs);
+            } else {
+              expect(d.reason).toBe('locked');
+              expect(d.retryAfterMs).toBeGreaterThanOrEqual(1);
+              expect(d.retryAfterMs).toBeLessThanOrEqual(rule.lockoutMs);
+              expect(d.resetMs).toBe(d.retryAfterMs);
+            }
+          };
+          for (const op of ops) {
+            if (op.t === 'advance') clock.advance(op.ms);
+            else if (op.t === 'rewind') clock.set(clock.now() - op.ms);
+            else if (op.t === 'success') bounded(store.recordSuccess('f', rule));
+            else if (op.t === 'fail') bounded(store.recordFailure('f', rule));
+            else {
+              const d = store.checkFailures('f', rule);
+              bounded(d);
+              if (!d.allowed) {
+                clock.advance(d.retryAfterMs);
+                expect(store.checkFailures('f', rule)).toMatchObject({
+                  allowed: true,
+                  remaining: rule.maxAttempts,
+                });
+              }
+            }
+          }
+          store.close();
+        },
+      ),
       { numRuns: 300 },
     );
   });

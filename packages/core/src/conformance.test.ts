@@ -4,5 +4,10 @@ import { MemoryStore } from './memory-store.js';
 describeStoreConformance('MemoryStore', () => {
   const clock = manualClock(1_000_000);
   const store = new MemoryStore({ clock, timers: clock });
-  return { store, advance: (ms) => clock.advance(ms), teardown: () => store.close() };
+  return {
+    store,
+    advance: (ms) => clock.advance(ms),
+    rewind: (ms) => clock.set(clock.now() - ms),
+    teardown: () => store.close(),
+  };
 });

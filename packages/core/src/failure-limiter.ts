@@ -61,7 +61,11 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   check(subject: Subject, scope?: string): D;
   /** Counts one failure; the decision after counting (the failure that reaches the max locks). */
   recordFailure(subject: Subject, scope?: string): D;
-  /** A correct credential: forgets `subject`'s failures in `scope`. */
+  /**
+   * A correct credential: forgets `subject`'s failures in `scope` and answers allowed, unless a
+   * lockout is in force: then the lockout stays and the locked decision comes back (refuse it like
+   * any attempt during a lockout). Unlike `reset`, it never lifts a lockout.
+   */
   recordSuccess(subject: Subject, scope?: string): D;
   /** Forgets `subject`'s failures and lockout in `scope`. */
   reset(subject: Subject, scope?: string): D;
@@ -105,7 +109,7 @@ const failureLimiterSpec = {
   exemptLoopback: boolean,
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   maxEntries: integer(1),
-  store: withMethods<Store>('checkFailures', 'recordFailure', 'delete'),
+  store: withMethods<Store>('checkFailures', 'recordFailure', 'recordSuccess', 'delete'),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   logger: withMethods<Logger>('warn', 'error'),
@@ -254,6 +258,20 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     );
   }
 
+  /**
+   * A correct credential: one atomic store call forgets the failure history, unless a lockout is in
+   * force (a concurrent failure may have started it after `check`): then the lockout stays and the
+   * locked decision is returned, which the caller must refuse like any attempt during a lockout.
+   */
+  function recordSuccess(subject: Subject, scope?: string): MaybePromise<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    if (s.exempt) return exemptDecision(s.key);
+    return mapMaybe(store.recordSuccess(`${namespace}${sc}:${s.key}`, rule), (d) =>
+      finish(sc, s.key, d),
+    );
+  }
+
   function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
@@ -274,7 +292,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
   return {
     check,
     recordFailure,
-    recordSuccess: reset,
+    recordSuccess,
     reset,
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),

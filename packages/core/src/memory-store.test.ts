@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { PortcullisConfigError } from './errors.js';
 import { createFailureLimiter } from './failure-limiter.js';
 import { MemoryStore } from './memory-store.js';
-import type { WindowRule } from './store.js';
+import type { FailureRule, WindowRule } from './store.js';
 import { manualClock } from './testing/manual-clock.js';
 import { createWindowLimiter } from './window-limiter.js';
 
@@ -138,5 +139,87 @@ describe('MemoryStore eviction order', () => {
     store.consume('d-new', long, 1);
     expect(store.peek('c-new', long)).toMatchObject({ remaining: 4 });
     expect(store.size()).toBe(2);
+  });
+});
+
+describe('MemoryStore timer options', () => {
+  it.each([2 ** 31, 2 ** 32, Number.MAX_SAFE_INTEGER])(
+    'refuses sweepIntervalMs %d: a Node timer cannot wait that long and would fire after 1 ms',
+    (sweepIntervalMs) => {
+      expect(() => new MemoryStore({ sweepIntervalMs })).toThrow(
+        expect.objectContaining({
+          name: 'PortcullisConfigError',
+          code: 'ERR_PORTCULLIS_SWEEP_INTERVAL_MS',
+          option: 'sweepIntervalMs',
+        }),
+      );
+      expect(() => new MemoryStore({ sweepIntervalMs })).toThrow(PortcullisConfigError);
+    },
+  );
+
+  it('accepts 2^31 − 1 and arms the sweep for exactly that long, never earlier', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ sweepIntervalMs: 2 ** 31 - 1, clock, timers: clock });
+    store.consume('k', rule, 1);
+    expect(clock.pendingTimers()).toBe(1);
+    clock.advance(2 ** 31 - 2);
+    expect(clock.pendingTimers()).toBe(1);
+    expect(store.size()).toBe(1);
+    clock.advance(1);
+    expect(clock.pendingTimers()).toBe(0);
+    expect(store.size()).toBe(0);
+    store.close();
+  });
+});
+
+describe('MemoryStore when the clock steps back', () => {
+  const once: FailureRule = { maxAttempts: 1, windowMs: 1000, lockoutMs: 5000 };
+
+  it('a store full of lockouts clamps them too: the overflow wait never exceeds lockoutMs, no lockout is evicted', () => {
+    const clock = manualClock(10_000_000);
+    const store = new MemoryStore({ maxEntries: 2, clock, timers: clock });
+    store.recordFailure('a', once);
+    store.recordFailure('b', once);
+    clock.advance(1000);
+    expect(store.recordFailure('c', once)).toEqual({
+      allowed: false,
+      reason: 'overflow',
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 4000,
+      resetMs: 4000,
+      key: 'c',
+    });
+    clock.set(clock.now() - 3_600_000);
+    expect(store.recordFailure('c', once)).toMatchObject({
+      reason: 'overflow',
+      retryAfterMs: 5000,
+      resetMs: 5000,
+    });
+    expect([...store.protectedKeys()]).toEqual([
+      { key: 'a', kind: 'failure', untilMs: 5000 },
+      { key: 'b', kind: 'failure', untilMs: 5000 },
+    ]);
+    clock.advance(4999);
+    expect(store.checkFailures('c', once)).toMatchObject({ reason: 'overflow', retryAfterMs: 1 });
+    expect(store.checkFailures('a', once)).toMatchObject({ reason: 'locked', retryAfterMs: 1 });
+    clock.advance(1);
+    expect(store.recordFailure('c', once)).toMatchObject({
+      reason: 'locked',
+      retryAfterMs: 5000,
+      lockoutStarted: true,
+    });
+    // The ended lockouts were swept to make room.
+    expect(store.size()).toBe(1);
+  });
+
+  it('a blocked window stamped in the future blocks for at most one window from the step', () => {
+    const clock = manualClock(10_000_000);
+    const store = new MemoryStore({ maxEntries: 1, clock, timers: clock });
+    store.consume('w', rule, 2);
+    clock.set(clock.now() - 3_600_000);
+    expect(store.consume('x', rule, 1)).toMatchObject({ reason: 'overflow', retryAfterMs: 1000 });
+    clock.advance(1000);
+    expect(store.consume('x', rule, 1)).toMatchObject({ reason: 'allowed', remaining: 1 });
   });
 });

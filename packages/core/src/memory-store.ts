@@ -1,5 +1,6 @@
 import {
   fixedWindowBlockedUntil,
+  fixedWindowClamp,
   fixedWindowConsume,
   fixedWindowExpiresAt,
   fixedWindowPeek,
@@ -8,13 +9,16 @@ import {
 } from './algorithms/fixed-window.js';
 import {
   failureCheck,
+  failureClamp,
   failureExpiresAt,
   failureRecord,
   failureRoll,
   type FailureState,
+  failureSuccess,
 } from './algorithms/failure-log.js';
 import {
   slidingWindowBlockedUntil,
+  slidingWindowClamp,
   slidingWindowConsume,
   slidingWindowExpiresAt,
   slidingWindowPeek,
@@ -23,6 +27,7 @@ import {
 } from './algorithms/sliding-window.js';
 import {
   tokenBucketBlockedUntil,
+  tokenBucketClamp,
   tokenBucketConsume,
   tokenBucketExpiresAt,
   tokenBucketPeek,
@@ -42,7 +47,10 @@ export interface MemoryStoreOptions {
    * @default 10_000
    */
   maxEntries?: number;
-  /** How often the single background sweep drops expired keys. @default 60_000 */
+  /**
+   * How often the single background sweep drops expired keys: an integer from 1 to 2^31 − 1 (the
+   * longest delay a Node timer holds; a longer one would fire after 1 ms). @default 60_000
+   */
   sweepIntervalMs?: number;
   /** Time source. @default systemClock */
   clock?: Clock;
@@ -61,11 +69,16 @@ interface Slot {
   expiresAt: number;
   /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
   protectedUntil: number;
+  /** The rule of the last call that stored the slot (to clamp it when the clock stepped back). */
+  rule: WindowRule | FailureRule;
 }
+
+/** The longest delay a Node timer holds; a longer one fires after 1 ms instead. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const memoryStoreSpec = {
   maxEntries: integer(1),
-  sweepIntervalMs: integer(1),
+  sweepIntervalMs: integer(1, MAX_TIMER_MS),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
 };
@@ -93,6 +106,8 @@ export class MemoryStore implements Store {
   #expiryHint = Number.POSITIVE_INFINITY;
   /** While now < this, every slot is protected and the store refuses new keys. */
   #saturatedUntil = 0;
+  /** The latest time read from the clock: a later read below it means the clock stepped back. */
+  #lastNow = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   /** @param options see {@link MemoryStoreOptions} */
@@ -118,15 +133,17 @@ export class MemoryStore implements Store {
   }
 
   consume(key: string, rule: WindowRule, cost: number): Decision {
-    const now = this.#clock.now();
+    const now = this.#now();
     const slot = this.#live(key, rule.algorithm, now);
     if (
       slot !== undefined &&
       rule.algorithm === 'fixed-window' &&
-      now < (slot.state as FixedWindowState).start + rule.windowMs
+      now < (slot.state as FixedWindowState).start + rule.windowMs &&
+      (slot.state as FixedWindowState).start <= now
     ) {
       // The hot path: a live fixed window only counts; its start and expiry do not move. (The
-      // window test above uses this call's rule, so a key met again under a shorter window rolls.)
+      // window test above uses this call's rule, so a key met again under a shorter window rolls;
+      // a start in the future, left by a clock that stepped back, goes the slow way and is clamped.)
       const state = slot.state as FixedWindowState;
       const d = fixedWindowConsume(state, now, rule, cost, key);
       if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
@@ -145,6 +162,7 @@ export class MemoryStore implements Store {
           now,
           fixedWindowExpiresAt(state, rule),
           fixedWindowBlockedUntil(state, rule),
+          rule,
         );
       }
       case 'sliding-window': {
@@ -159,6 +177,7 @@ export class MemoryStore implements Store {
           now,
           slidingWindowExpiresAt(state, rule),
           slidingWindowBlockedUntil(state, now, rule),
+          rule,
         );
       }
       default: {
@@ -173,15 +192,18 @@ export class MemoryStore implements Store {
           now,
           tokenBucketExpiresAt(state, rule),
           tokenBucketBlockedUntil(state, rule),
+          rule,
         );
       }
     }
   }
 
   peek(key: string, rule: WindowRule): Decision {
-    const now = this.#clock.now();
+    const now = this.#now();
     const slot = this.#live(key, rule.algorithm, now);
     if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.limit, now);
+    // A state stamped in the future is clamped and kept clamped, as the Redis script does.
+    if (slot !== undefined) this.#clamp(slot, rule, now);
     switch (rule.algorithm) {
       case 'fixed-window':
         return fixedWindowPeek(slot?.state as FixedWindowState | undefined, now, rule, key);
@@ -193,7 +215,7 @@ export class MemoryStore implements Store {
   }
 
   checkFailures(key: string, rule: FailureRule): Decision {
-    const now = this.#clock.now();
+    const now = this.#now();
     const slot = this.#liveFailure(key, now, rule);
     if (slot === undefined && !this.#hasRoom(now))
       return this.#overflow(key, rule.maxAttempts, now);
@@ -201,12 +223,30 @@ export class MemoryStore implements Store {
   }
 
   recordFailure(key: string, rule: FailureRule): FailureDecision {
-    const now = this.#clock.now();
+    const now = this.#now();
     const slot = this.#liveFailure(key, now, rule);
     const state = (slot?.state as FailureState | undefined) ?? { log: [], lockedUntil: 0 };
     if (slot === undefined && !this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
     const d = failureRecord(state, now, rule, key);
-    this.#put(key, slot, 'failure', state, now, failureExpiresAt(state, rule), state.lockedUntil);
+    this.#put(
+      key,
+      slot,
+      'failure',
+      state,
+      now,
+      failureExpiresAt(state, rule),
+      state.lockedUntil,
+      rule,
+    );
+    return d;
+  }
+
+  recordSuccess(key: string, rule: FailureRule): Decision {
+    const now = this.#now();
+    const slot = this.#liveFailure(key, now, rule);
+    const d = failureSuccess(slot?.state as FailureState | undefined, now, rule, key);
+    // A lockout in force stays; otherwise the failure history goes.
+    if (slot !== undefined && d.allowed) this.delete(key);
     return d;
   }
 
@@ -230,16 +270,66 @@ export class MemoryStore implements Store {
 
   /** Drops every expired key now (the background sweep calls this). Returns how many went. */
   sweep(): number {
-    return this.#sweepExpired(this.#clock.now());
+    return this.#sweepExpired(this.#now());
   }
 
   /** Read-only view of the keys under lockout or block, for status pages. */
   *protectedKeys(): IterableIterator<{ key: string; kind: Kind; untilMs: number }> {
-    const now = this.#clock.now();
+    const now = this.#now();
     for (const [key, slot] of this.#slots) {
+      if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil > now)
         yield { key, kind: slot.kind, untilMs: slot.protectedUntil - now };
     }
+  }
+
+  /** The clock's time; a step back forgets the saturation instant, which may lie far ahead. */
+  #now(): number {
+    const now = this.#clock.now();
+    if (now < this.#lastNow) this.#saturatedUntil = 0;
+    this.#lastNow = now;
+    return now;
+  }
+
+  /**
+   * Clamps a live slot's state stamped in the future (the clock stepped back) and, when that
+   * changed anything, its expiry and protection. The slot's kind must match `rule`.
+   */
+  #clamp(slot: Slot, rule: WindowRule | FailureRule, now: number): void {
+    let expiresAt: number;
+    let protectedUntil: number;
+    switch (slot.kind) {
+      case 'fixed-window': {
+        const state = slot.state as FixedWindowState;
+        if (!fixedWindowClamp(state, now)) return;
+        expiresAt = fixedWindowExpiresAt(state, rule as WindowRule);
+        protectedUntil = fixedWindowBlockedUntil(state, rule as WindowRule);
+        break;
+      }
+      case 'sliding-window': {
+        const state = slot.state as SlidingWindowState;
+        if (!slidingWindowClamp(state, now)) return;
+        expiresAt = slidingWindowExpiresAt(state, rule as WindowRule);
+        protectedUntil = slidingWindowBlockedUntil(state, now, rule as WindowRule);
+        break;
+      }
+      case 'token-bucket': {
+        const state = slot.state as TokenBucketState;
+        if (!tokenBucketClamp(state, now)) return;
+        expiresAt = tokenBucketExpiresAt(state, rule as WindowRule);
+        protectedUntil = tokenBucketBlockedUntil(state, rule as WindowRule);
+        break;
+      }
+      default: {
+        const state = slot.state as FailureState;
+        if (!failureClamp(state, now, rule as FailureRule)) return;
+        expiresAt = failureExpiresAt(state, rule as FailureRule);
+        protectedUntil = state.lockedUntil;
+      }
+    }
+    slot.expiresAt = expiresAt;
+    slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
   }
 
   #live(key: string, kind: Kind, now: number): Slot | undefined {
@@ -256,6 +346,7 @@ export class MemoryStore implements Store {
   #liveFailure(key: string, now: number, rule: FailureRule): Slot | undefined {
     const slot = this.#live(key, 'failure', now);
     if (slot === undefined) return undefined;
+    this.#clamp(slot, rule, now);
     if (failureRoll(slot.state as FailureState, now, rule) === undefined) {
       this.#slots.delete(key);
       this.#saturatedUntil = 0;
@@ -273,13 +364,14 @@ export class MemoryStore implements Store {
     now: number,
     expiresAt: number,
     protectedUntil: number,
+    rule: WindowRule,
   ): Decision {
     if (slot === undefined) {
       // A refused first call changes nothing, so there is nothing to remember.
       if (!d.allowed) return d;
       if (!this.#admit(now)) return this.#overflow(key, d.limit, now);
     }
-    this.#put(key, slot, kind, state, now, expiresAt, protectedUntil);
+    this.#put(key, slot, kind, state, now, expiresAt, protectedUntil, rule);
     return d;
   }
 
@@ -291,6 +383,7 @@ export class MemoryStore implements Store {
     now: number,
     expiresAt: number,
     protectedUntil: number,
+    rule: WindowRule | FailureRule,
   ): void {
     if (slot === undefined) {
       const seq = ++this.#seq;
@@ -300,6 +393,7 @@ export class MemoryStore implements Store {
         state,
         expiresAt,
         protectedUntil: protectedUntil > now ? protectedUntil : 0,
+        rule,
       });
       this.#enqueue(key, seq);
       if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
@@ -307,6 +401,7 @@ export class MemoryStore implements Store {
       slot.state = state;
       slot.expiresAt = expiresAt;
       slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+      slot.rule = rule;
     }
     if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
   }
@@ -326,6 +421,7 @@ export class MemoryStore implements Store {
     for (let i = this.#head; i < this.#queueKeys.length; i++) {
       const slot = this.#slotAt(i);
       if (slot === undefined) continue;
+      if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil <= now) return true;
       if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
     }
@@ -382,6 +478,8 @@ export class MemoryStore implements Store {
       const slot = this.#slotAt(i);
       if (this.#head > 1024 && this.#head * 2 > this.#queueKeys.length) this.#dropConsumed();
       if (slot === undefined) continue;
+      // A protection stamped in the future (the clock stepped back) is clamped like an access would.
+      if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil <= now) {
         this.#slots.delete(key);
         return true;
@@ -422,7 +520,7 @@ export class MemoryStore implements Store {
     this.#sweepTimer = this.#timers.setTimeout(() => {
       this.#sweepTimer = undefined;
       if (this.#closed) return;
-      this.#sweepExpired(this.#clock.now());
+      this.#sweepExpired(this.#now());
       if (this.#slots.size > 0) this.#armSweep();
     }, this.#sweepMs);
   }

@@ -29,6 +29,9 @@ export interface FailureDecision extends Decision {
  * Where limiter state lives. The transitions are defined once in `@portcullis/core`'s algorithms;
  * every store (memory, Redis) must produce identical decisions, which `describeStoreConformance`
  * proves. A store owns time: the memory store reads its clock, the Redis store the server's `TIME`.
+ * Time may step back: state stamped in the future is clamped to now when read (and kept clamped),
+ * so no wait exceeds `lockoutMs`, `windowMs` (two windows for the sliding window, the time its
+ * state takes to drain) or a full bucket refill, and waiting the advertised `retryAfterMs` is enough.
  */
 export interface Store {
   /** Spends `cost` units of `key` under `rule`; a refused call spends nothing. */
@@ -39,6 +42,14 @@ export interface Store {
   checkFailures(key: string, rule: FailureRule): MaybePromise<Decision>;
   /** Counts one failure for `key`; starts the lockout when it reaches `maxAttempts`. */
   recordFailure(key: string, rule: FailureRule): MaybePromise<FailureDecision>;
+  /**
+   * A correct credential for `key`, atomically: when a lockout is in force it is kept and the
+   * locked decision is returned (reason `'locked'`, `retryAfterMs = lockedUntil - now`), exactly as
+   * `checkFailures` would answer; otherwise the failure history is forgotten and the answer is
+   * allowed with `remaining = maxAttempts` (and `resetMs` 0). A success never lifts a lockout, even
+   * one that a concurrent failure started a moment before.
+   */
+  recordSuccess(key: string, rule: FailureRule): MaybePromise<Decision>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
   /** Number of keys held (approximate for shared stores). */

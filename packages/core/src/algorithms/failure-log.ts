@@ -5,7 +5,8 @@ import type { FailureDecision, FailureRule } from '../store.js';
 /**
  * Sliding log of failure times plus a lockout. A failure exactly `windowMs` old has expired. The
  * failure that brings the count to `maxAttempts` starts the lockout and clears the log; failures
- * during a lockout neither count nor extend it; when the lockout ends the history is gone.
+ * during a lockout neither count nor extend it; when the lockout ends the history is gone. State
+ * stamped in the future (the clock stepped back) is clamped when read: see {@link failureClamp}.
  */
 export interface FailureState {
   /** Failure times, oldest first, all within the window. */
@@ -14,13 +15,39 @@ export interface FailureState {
   lockedUntil: number;
 }
 
-/** Drops expired failures and an ended lockout. Returns undefined when nothing is left. */
+/**
+ * Clamps state stamped in the future, which a clock that stepped back leaves behind: a lockout
+ * ends at most `lockoutMs` from now, and a failure logged after now counts as logged now (so it
+ * counts for at most `windowMs` from now). Mutates `state`; returns true when it changed anything.
+ * A store that keeps the state must keep the clamped values (the Redis script writes them back), so
+ * that waiting the advertised `retryAfterMs` is always enough.
+ */
+export function failureClamp(state: FailureState, now: number, rule: FailureRule): boolean {
+  let changed = false;
+  if (state.lockedUntil !== 0 && state.lockedUntil > now + rule.lockoutMs) {
+    state.lockedUntil = now + rule.lockoutMs;
+    changed = true;
+  }
+  // The log is in time order: only its tail can lie in the future.
+  const log = state.log;
+  for (let i = log.length - 1; i >= 0 && (log[i] as number) > now; i--) {
+    log[i] = now;
+    changed = true;
+  }
+  return changed;
+}
+
+/**
+ * Clamps (see {@link failureClamp}), then drops expired failures and an ended lockout. Returns
+ * undefined when nothing is left.
+ */
 export function failureRoll(
   state: FailureState | undefined,
   now: number,
   rule: FailureRule,
 ): FailureState | undefined {
   if (state === undefined) return undefined;
+  failureClamp(state, now, rule);
   if (state.lockedUntil !== 0) return now < state.lockedUntil ? state : undefined;
   const log = state.log;
   let drop = 0;
@@ -85,6 +112,22 @@ export function failureRecord(
     return { ...locked(state, now, rule, key), lockoutStarted: true };
   }
   return open(state, now, rule, key);
+}
+
+/**
+ * A correct credential on a rolled `state`: an active lockout is kept and answered like any attempt
+ * during it (a success never lifts a lockout); otherwise the answer is a clean slate, and the store
+ * forgets the failure history.
+ */
+export function failureSuccess(
+  state: FailureState | undefined,
+  now: number,
+  rule: FailureRule,
+  key: string,
+): Decision {
+  return state !== undefined && state.lockedUntil !== 0
+    ? locked(state, now, rule, key)
+    : decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
 }
 
 /** When a rolled state becomes worthless. */

@@ -10,13 +10,24 @@ export interface FixedWindowState {
   count: number;
 }
 
-/** Rolls an absent or ended window to a fresh one starting at `now`. */
+/**
+ * A window that starts in the future (the clock stepped back) starts now instead, keeping its
+ * count: it never lasts more than `windowMs` from now. Mutates `state`; true when it changed it.
+ */
+export function fixedWindowClamp(state: FixedWindowState, now: number): boolean {
+  if (state.start <= now) return false;
+  state.start = now;
+  return true;
+}
+
+/** Rolls an absent or ended window to a fresh one starting at `now` (clamping a future start). */
 export function fixedWindowRoll(
   state: FixedWindowState | undefined,
   now: number,
   rule: WindowRule,
 ): FixedWindowState {
   if (state === undefined || now >= state.start + rule.windowMs) return { start: now, count: 0 };
+  fixedWindowClamp(state, now);
   return state;
 }
 
@@ -44,7 +55,10 @@ export function fixedWindowConsume(
   return decision(true, 'allowed', rule.limit, rule.limit - state.count, 0, reset, key);
 }
 
-/** What a call of cost 1 would get, without spending; an absent window reports `resetMs` 0. */
+/**
+ * What a call of cost 1 would get, without spending; an absent window reports `resetMs` 0. A store
+ * clamps `state` first ({@link fixedWindowClamp}) and keeps the clamped start.
+ */
 export function fixedWindowPeek(
   state: FixedWindowState | undefined,
   now: number,

@@ -15,13 +15,25 @@ export interface SlidingWindowState {
   curr: number;
 }
 
-/** Advances the state to the window containing `now`. */
+/**
+ * A current window that starts in the future (the clock stepped back) starts now instead, keeping
+ * both counts: nothing then waits more than two windows from now, the time the state takes to
+ * drain entirely. Mutates `state`; true when it changed it.
+ */
+export function slidingWindowClamp(state: SlidingWindowState, now: number): boolean {
+  if (state.start <= now) return false;
+  state.start = now;
+  return true;
+}
+
+/** Advances the state to the window containing `now` (clamping a future start first). */
 export function slidingWindowRoll(
   state: SlidingWindowState | undefined,
   now: number,
   rule: WindowRule,
 ): SlidingWindowState {
   if (state === undefined) return { start: now, prev: 0, curr: 0 };
+  slidingWindowClamp(state, now);
   const steps = Math.floor((now - state.start) / rule.windowMs);
   if (steps === 1) {
     state.prev = state.curr;
@@ -98,7 +110,10 @@ export function slidingWindowConsume(
   );
 }
 
-/** What a call of cost 1 would get, without changing the state. */
+/**
+ * What a call of cost 1 would get, without changing the state. A store clamps `state` first
+ * ({@link slidingWindowClamp}) and keeps the clamped start.
+ */
 export function slidingWindowPeek(
   state: SlidingWindowState | undefined,
   now: number,

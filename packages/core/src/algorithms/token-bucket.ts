@@ -11,7 +11,18 @@ export interface TokenBucketState {
   last: number;
 }
 
-/** Refills the bucket up to `now` (an absent bucket is full). */
+/**
+ * A bucket last refilled in the future (the clock stepped back) refills from now on instead: no
+ * wait then exceeds the time a full refill takes, and the advertised wait is enough. Mutates
+ * `state`; true when it changed it.
+ */
+export function tokenBucketClamp(state: TokenBucketState, now: number): boolean {
+  if (state.last <= now) return false;
+  state.last = now;
+  return true;
+}
+
+/** Refills the bucket up to `now` (an absent bucket is full; a future `last` is clamped). */
 export function tokenBucketRoll(
   state: TokenBucketState | undefined,
   now: number,
@@ -19,6 +30,7 @@ export function tokenBucketRoll(
 ): TokenBucketState {
   const full = rule.limit * rule.windowMs;
   if (state === undefined) return { scaled: full, last: now };
+  if (tokenBucketClamp(state, now)) return state;
   if (now > state.last) {
     state.scaled = Math.min(full, state.scaled + (now - state.last) * rule.limit);
     state.last = now;
@@ -64,7 +76,10 @@ export function tokenBucketConsume(
   );
 }
 
-/** What a call of cost 1 would get, without taking anything. */
+/**
+ * What a call of cost 1 would get, without taking anything. A store clamps `state` first
+ * ({@link tokenBucketClamp}) and keeps the clamped `last`.
+ */
 export function tokenBucketPeek(
   state: TokenBucketState | undefined,
   now: number,

@@ -8,6 +8,11 @@ export interface StoreHarness {
   readonly store: Store;
   /** Moves the store's clock forward by `ms`. */
   advance(ms: number): void | Promise<void>;
+  /**
+   * Moves the store's clock back by `ms`: a wall-clock step (NTP, a VM resume). With
+   * `manualClock`: `(ms) => clock.set(clock.now() - ms)`.
+   */
+  rewind(ms: number): void | Promise<void>;
   /** Releases the store. */
   teardown?(): void | Promise<void>;
 }
@@ -31,8 +36,9 @@ function d(
 
 /**
  * The suite every {@link Store} must pass: exact decisions of every algorithm and of the failure
- * log at every boundary, driven by the harness's clock. Run it from a test file:
- * `describeStoreConformance('MemoryStore', () => { const c = manualClock(); return { store: new MemoryStore({ clock: c, timers: c }), advance: c.advance }; })`.
+ * log at every boundary, `recordSuccess` against a lockout in force, and state stamped in the
+ * future by a clock that stepped back, driven by the harness's clock. Run it from a test file:
+ * `describeStoreConformance('MemoryStore', () => { const c = manualClock(); return { store: new MemoryStore({ clock: c, timers: c }), advance: c.advance, rewind: (ms) => c.set(c.now() - ms) }; })`.
  */
 export function describeStoreConformance(
   name: string,
@@ -40,13 +46,23 @@ export function describeStoreConformance(
 ): void {
   describe(`${name} store conformance`, () => {
     async function withStore(
-      body: (s: Store, advance: (ms: number) => Promise<void>) => Promise<void>,
+      body: (
+        s: Store,
+        advance: (ms: number) => Promise<void>,
+        rewind: (ms: number) => Promise<void>,
+      ) => Promise<void>,
     ): Promise<void> {
       const h = await factory();
       try {
-        await body(h.store, async (ms) => {
-          await h.advance(ms);
-        });
+        await body(
+          h.store,
+          async (ms) => {
+            await h.advance(ms);
+          },
+          async (ms) => {
+            await h.rewind(ms);
+          },
+        );
       } finally {
         await h.teardown?.();
       }
@@ -190,6 +206,131 @@ export function describeStoreConformance(
           ...d('g', 3, false, 'locked', 0, 5000, 5000),
           lockoutStarted: true,
         });
+      }));
+
+    it('recordSuccess clears the history, but a lockout in force stays and answers locked', () =>
+      withStore(async (s, advance) => {
+        expect(await s.recordSuccess('ok', failures)).toEqual(d('ok', 3, true, 'allowed', 3, 0, 0));
+        await s.recordFailure('ok', failures);
+        await advance(100);
+        await s.recordFailure('ok', failures);
+        expect(await s.recordSuccess('ok', failures)).toEqual(d('ok', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.checkFailures('ok', failures)).toEqual(d('ok', 3, true, 'allowed', 3, 0, 0));
+        for (let i = 0; i < 3; i++) await s.recordFailure('ok', failures);
+        await advance(1000);
+        expect(await s.recordSuccess('ok', failures)).toEqual(
+          d('ok', 3, false, 'locked', 0, 4000, 4000),
+        );
+        expect(await s.checkFailures('ok', failures)).toEqual(
+          d('ok', 3, false, 'locked', 0, 4000, 4000),
+        );
+        await advance(4000);
+        expect(await s.recordSuccess('ok', failures)).toEqual(d('ok', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.recordFailure('ok', failures)).toEqual(
+          d('ok', 3, true, 'allowed', 2, 0, 1000),
+        );
+        // Only a failure history is cleared: a window under the same name is another kind.
+        expect(await s.recordSuccess('never-seen', failures)).toEqual(
+          d('never-seen', 3, true, 'allowed', 3, 0, 0),
+        );
+      }));
+
+    it('a success racing wrong credentials never erases the lockout they start', () =>
+      withStore(async (s) => {
+        // 20 concurrent failures with successes among them, in the order the calls are made.
+        const calls: Promise<Decision>[] = [];
+        const successes: Promise<Decision>[] = [];
+        for (let i = 0; i <= 20; i++) {
+          if (i === 0 || i === 3 || i === 10 || i === 20) {
+            const p = Promise.resolve(s.recordSuccess('race', failures));
+            successes.push(p);
+            calls.push(p);
+          }
+          if (i < 20) calls.push(Promise.resolve(s.recordFailure('race', failures)));
+        }
+        await Promise.all(calls);
+        expect(await Promise.all(successes)).toEqual([
+          d('race', 3, true, 'allowed', 3, 0, 0),
+          d('race', 3, false, 'locked', 0, 5000, 5000),
+          d('race', 3, false, 'locked', 0, 5000, 5000),
+          d('race', 3, false, 'locked', 0, 5000, 5000),
+        ]);
+        expect(await s.checkFailures('race', failures)).toEqual(
+          d('race', 3, false, 'locked', 0, 5000, 5000),
+        );
+      }));
+
+    it('clock stepped back: a lockout lasts at most lockoutMs from now, future failures count as now', () =>
+      withStore(async (s, advance, rewind) => {
+        for (let i = 0; i < 3; i++) await s.recordFailure('L', failures);
+        await advance(1000);
+        await rewind(3_600_000);
+        expect(await s.checkFailures('L', failures)).toEqual(
+          d('L', 3, false, 'locked', 0, 5000, 5000),
+        );
+        await advance(4999);
+        expect(await s.recordFailure('L', failures)).toEqual(d('L', 3, false, 'locked', 0, 1, 1));
+        await advance(1);
+        expect(await s.checkFailures('L', failures)).toEqual(d('L', 3, true, 'allowed', 3, 0, 0));
+
+        await s.recordFailure('F', failures);
+        await advance(500);
+        await s.recordFailure('F', failures);
+        await rewind(3_600_000);
+        // Both failures now count as made now: for windowMs from now, and not one ms longer.
+        expect(await s.checkFailures('F', failures)).toEqual(
+          d('F', 3, true, 'allowed', 1, 0, 1000),
+        );
+        await advance(999);
+        expect(await s.checkFailures('F', failures)).toEqual(d('F', 3, true, 'allowed', 1, 0, 1));
+        await advance(1);
+        expect(await s.checkFailures('F', failures)).toEqual(d('F', 3, true, 'allowed', 3, 0, 0));
+
+        // A success in a lockout stamped in the future is refused for at most lockoutMs too.
+        for (let i = 0; i < 3; i++) await s.recordFailure('S', failures);
+        await rewind(60_000);
+        expect(await s.recordSuccess('S', failures)).toEqual(
+          d('S', 3, false, 'locked', 0, 5000, 5000),
+        );
+        await advance(5000);
+        expect(await s.recordSuccess('S', failures)).toEqual(d('S', 3, true, 'allowed', 3, 0, 0));
+      }));
+
+    it('clock stepped back: windows last at most one window from now, and the wait advertised is enough', () =>
+      withStore(async (s, advance, rewind) => {
+        for (let i = 0; i < 3; i++) await s.consume('W', fixed, 1);
+        await advance(200);
+        await rewind(3_600_000);
+        expect(await s.consume('W', fixed, 1)).toEqual(d('W', 3, false, 'limited', 0, 1000, 1000));
+        await advance(1000);
+        expect(await s.consume('W', fixed, 1)).toEqual(d('W', 3, true, 'allowed', 2, 0, 1000));
+
+        // A peek keeps the clamp, so the wait it advertises is enough.
+        for (let i = 0; i < 3; i++) await s.consume('P', fixed, 1);
+        await rewind(3_600_000);
+        expect(await s.peek('P', fixed)).toEqual(d('P', 3, false, 'limited', 0, 1000, 1000));
+        await advance(400);
+        expect(await s.peek('P', fixed)).toEqual(d('P', 3, false, 'limited', 0, 600, 600));
+        await advance(600);
+        expect(await s.consume('P', fixed, 1)).toEqual(d('P', 3, true, 'allowed', 2, 0, 1000));
+
+        for (let i = 0; i < 4; i++) await s.consume('S', sliding, 1);
+        await rewind(3_600_000);
+        expect(await s.consume('S', sliding, 1)).toEqual(
+          d('S', 4, false, 'limited', 0, 1250, 2000),
+        );
+        await advance(1250);
+        expect(await s.consume('S', sliding, 1)).toEqual(d('S', 4, true, 'allowed', 0, 0, 1750));
+
+        for (let i = 0; i < 5; i++) await s.consume('B', bucket, 1);
+        await advance(100);
+        await rewind(3_600_000);
+        // No refill from a future `last`: the bucket refills from now on, and 200 ms is enough.
+        expect(await s.peek('B', bucket)).toEqual(d('B', 5, false, 'limited', 0, 200, 1000));
+        await advance(200);
+        expect(await s.consume('B', bucket, 1)).toEqual(d('B', 5, true, 'allowed', 0, 0, 1000));
+        await rewind(500);
+        expect(await s.consume('B', bucket, 1)).toEqual(d('B', 5, false, 'limited', 0, 200, 1000));
       }));
 
     it('delete forgets a key: window, bucket, history and lockout', () =>

@@ -30,3 +30,5 @@ export function optionErrorCode(option: string): string {
 export const UNKNOWN_OPTION = 'ERR_PORTCULLIS_UNKNOWN_OPTION';
 /** The code of the error thrown when the options argument itself is not a plain object. */
 export const INVALID_OPTIONS = 'ERR_PORTCULLIS_INVALID_OPTIONS';
+/** The code of the error thrown when a factory is mounted as middleware instead of its result. */
+export const FACTORY_NOT_CALLED = 'ERR_PORTCULLIS_FACTORY_NOT_CALLED';

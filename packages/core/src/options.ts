@@ -1,4 +1,5 @@
 import {
+  FACTORY_NOT_CALLED,
   INVALID_OPTIONS,
   optionErrorCode,
   PortcullisConfigError,
@@ -28,6 +29,51 @@ function describe(value: unknown): string {
 }
 
 /**
+ * True for what a framework passes a middleware (a Node request, an Express/Fastify request or a Koa
+ * context): the sign that a factory was mounted itself instead of its result.
+ */
+function looksLikeRequest(input: unknown): boolean {
+  if (input === null || typeof input !== 'object') return false;
+  const o = input as Record<string, unknown>;
+  if (typeof o['headers'] !== 'object' || o['headers'] === null) return false;
+  return 'socket' in o || 'raw' in o || ('req' in o && 'res' in o) || 'httpVersion' in o;
+}
+
+/** Edit distance between two option names (case differences cost half), for "did you mean". */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const x = a[i - 1] as string;
+      const y = b[j - 1] as string;
+      const swap = x === y ? 0 : x.toLowerCase() === y.toLowerCase() ? 0.5 : 1;
+      const next = Math.min((row[j] as number) + 1, (row[j - 1] as number) + 1, diagonal + swap);
+      diagonal = row[j] as number;
+      row[j] = next;
+    }
+  }
+  return row[b.length] as number;
+}
+
+/** The valid name closest to `name`, when one is close enough to be a likely typo. */
+export function closestName(name: string, valid: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of valid) {
+    const d = distance(name, candidate);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(1, Math.floor(name.length / 3))
+    ? best
+    : undefined;
+}
+
+/**
  * Validates `input` against `spec` for the factory named `where`. Unknown names and bad values
  * throw {@link PortcullisConfigError}; `undefined` values are left out so defaults apply.
  */
@@ -37,6 +83,14 @@ export function parseOptions<S extends OptionSpec>(
   where: string,
 ): Parsed<S> {
   if (input === undefined) return {};
+  if (looksLikeRequest(input)) {
+    const factory = where.split('.')[0] as string;
+    throw new PortcullisConfigError(
+      FACTORY_NOT_CALLED,
+      'options',
+      `${where}: received a request instead of options. ${factory} is a factory: mount its result, ${factory}(options), not ${factory} itself (app.use(${factory}({ … })), onRequest: ${factory}({ … }))`,
+    );
+  }
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new PortcullisConfigError(
       INVALID_OPTIONS,
@@ -48,7 +102,12 @@ export function parseOptions<S extends OptionSpec>(
   for (const name of Object.keys(input)) {
     const check = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (!check) {
-      throw new PortcullisConfigError(UNKNOWN_OPTION, name, `${where}: unknown option "${name}"`);
+      const hint = closestName(name, Object.keys(spec));
+      throw new PortcullisConfigError(
+        UNKNOWN_OPTION,
+        name,
+        `${where}: unknown option "${name}"${hint === undefined ? '' : ` (did you mean "${hint}"?)`}. Valid options: ${Object.keys(spec).sort().join(', ')}`,
+      );
     }
     const value = (input as Record<string, unknown>)[name];
     if (value === undefined) continue;

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { PortcullisConfigError } from './errors.js';
+import { createFailureLimiter } from './failure-limiter.js';
+import { closestName } from './options.js';
+import { createWindowLimiter } from './window-limiter.js';
+
+function thrown(fn: () => unknown): PortcullisConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(PortcullisConfigError);
+    return error as PortcullisConfigError;
+  }
+  throw new Error('expected a PortcullisConfigError');
+}
+
+describe('unknown option names', () => {
+  it('suggest the closest valid name and list every valid one', () => {
+    const error = thrown(() => createWindowLimiter({ windowMS: 1000 } as never));
+    expect(error.code).toBe('ERR_PORTCULLIS_UNKNOWN_OPTION');
+    expect(error.option).toBe('windowMS');
+    expect(error.message).toBe(
+      'createWindowLimiter: unknown option "windowMS" (did you mean "windowMs"?). Valid options: algorithm, clock, dryRun, limit, logger, maxEntries, name, store, timers, windowMs',
+    );
+  });
+
+  it.each([
+    ['maxAttempt', 'maxAttempts'],
+    ['lockOutMs', 'lockoutMs'],
+    ['exemptLoopBack', 'exemptLoopback'],
+    ['max', undefined],
+    ['trustProxy', undefined],
+  ])('%s → %s', (typo, hint) => {
+    expect(
+      closestName(typo, ['maxAttempts', 'windowMs', 'lockoutMs', 'exemptLoopback', 'maxEntries']),
+    ).toBe(hint);
+  });
+
+  it('no hint when nothing is close', () => {
+    const error = thrown(() => createFailureLimiter({ banana: 1 } as never));
+    expect(error.message).toMatch(
+      /^createFailureLimiter: unknown option "banana". Valid options: /,
+    );
+  });
+});
+
+describe('a factory mounted instead of its result', () => {
+  it.each([
+    ['a Node/Express request', { headers: {}, socket: {}, method: 'GET', _events: {} }],
+    ['a Fastify request', { headers: {}, raw: {}, id: 'req-1' }],
+    ['a Koa context', { headers: {}, req: {}, res: {}, request: {}, app: {} }],
+  ])('%s is reported as "call it"', (_name, request) => {
+    const error = thrown(() => createWindowLimiter(request as never));
+    expect(error.code).toBe('ERR_PORTCULLIS_FACTORY_NOT_CALLED');
+    expect(error.message).toContain(
+      'createWindowLimiter is a factory: mount its result, createWindowLimiter(options)',
+    );
+  });
+});

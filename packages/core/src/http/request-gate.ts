@@ -17,22 +17,33 @@ import {
   withMethods,
 } from '../options.js';
 import type { Algorithm, Store } from '../store.js';
+import { MemoryStore } from '../memory-store.js';
 import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
 import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
+import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
 export interface RequestGateOptions<Req> {
-  /** Requests per window (bucket capacity for `token-bucket`). @default 60 */
-  limit?: number;
-  /** Window length. @default 60_000 */
-  windowMs?: number;
+  /**
+   * Requests per window (bucket capacity for `token-bucket`), or a function of the request (sync
+   * or async) for per-plan or per-tenant quotas. Each distinct (limit, window) is its own policy.
+   * @default 60
+   */
+  limit?: PerRequest<Req, number>;
+  /** Window length, or a function of the request (sync or async). @default 60_000 */
+  windowMs?: PerRequest<Req, number>;
   /** @default 'fixed-window' */
   algorithm?: Algorithm;
   /** The policy name in `RateLimit` headers; namespaces keys in a shared store. @default 'default' */
   name?: string;
-  /** The bucket of a request. @default the resolved client IP (IPv6 by /64), `unknown` when unresolved */
-  key?: (req: Req) => MaybePromise<string>;
+  /**
+   * The bucket of a request. Receives the default key as its second argument (the trusted-proxy
+   * aware client IP, IPv6 by its /64, `unknown` when unresolved), so `(req, ip) => req.user?.id ?? ip`
+   * keeps the IPv6 protection.
+   * @default the resolved client IP (IPv6 by /64), `unknown` when unresolved
+   */
+  key?: (req: Req, defaultKey: string) => MaybePromise<string>;
   /** Requests for which this returns true are not counted and get no headers. */
   skip?: (req: Req) => MaybePromise<boolean>;
   /** Units a request spends: a positive integer or a function of the request. @default 1 */
@@ -77,8 +88,13 @@ export interface RequestResult {
 export interface RequestGate<Req> {
   /** Decides one request; `undefined` when `skip` said so. `raw` is the Node request behind `req`. */
   run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined>;
-  /** The window limiter in use. */
+  /**
+   * The window limiter in use. With per-request `limit`/`windowMs` it is the limiter of the
+   * default numbers over the same store; each policy met has a limiter of its own.
+   */
   readonly limiter: WindowLimiter;
+  /** Stops the timers of the store the gate built (a store you passed is yours to close). */
+  close(): MaybePromise<void>;
 }
 
 const fn = func as (value: unknown, fail: (expected: string) => never) => never;
@@ -97,8 +113,8 @@ export function createRequestGate<Req>(
     options,
     {
       ...extra,
-      limit: integer(1),
-      windowMs: duration(1),
+      limit: either(integer(1), func, 'a positive integer or a function'),
+      windowMs: either(duration(1), func, 'a positive integer (ms) or a function'),
       algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
       name: (v: unknown, fail: (e: string) => never) =>
         typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
@@ -141,33 +157,61 @@ export function createRequestGate<Req>(
       );
     }
   }
+  const limitOpt = o.limit as PerRequest<Req, number> | undefined;
+  const windowOpt = o.windowMs as PerRequest<Req, number> | undefined;
+  const perRequest = typeof limitOpt === 'function' || typeof windowOpt === 'function';
+  const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
+  const name = o.name ?? 'default';
+  // Per-request policies share one store; the gate builds it when none is given, and closes it.
+  const ownStore =
+    perRequest && o.store === undefined
+      ? new MemoryStore({
+          ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
+          ...(o.clock !== undefined && { clock: o.clock }),
+          ...(o.timers !== undefined && { timers: o.timers }),
+        })
+      : undefined;
+  const limiterOptions = {
+    ...(o.algorithm !== undefined && { algorithm: o.algorithm }),
+    ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
+    ...(o.name !== undefined && { name: o.name }),
+    ...(o.logger !== undefined && { logger: o.logger }),
+    ...(ownStore !== undefined
+      ? { store: ownStore }
+      : {
+          ...(o.store !== undefined && { store: o.store }),
+          ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
+          ...(o.clock !== undefined && { clock: o.clock }),
+          ...(o.timers !== undefined && { timers: o.timers }),
+        }),
+  };
   const limiter =
     o.limiter ??
     createWindowLimiter({
-      ...(o.limit !== undefined && { limit: o.limit }),
-      ...(o.windowMs !== undefined && { windowMs: o.windowMs }),
-      ...(o.algorithm !== undefined && { algorithm: o.algorithm }),
-      ...(o.store !== undefined && { store: o.store }),
-      ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-      ...(o.clock !== undefined && { clock: o.clock }),
-      ...(o.timers !== undefined && { timers: o.timers }),
-      ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-      ...(o.name !== undefined && { name: o.name }),
-      ...(o.logger !== undefined && { logger: o.logger }),
+      ...(typeof limitOpt === 'number' && { limit: limitOpt }),
+      ...(typeof windowOpt === 'number' && { windowMs: windowOpt }),
+      ...limiterOptions,
     });
-  const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
   const writeHeaders = createHeaderWriter({
     windowMs: limiter.rule.windowMs,
     name: limiter.name,
     mode,
   });
+  const policyOf = perRequest
+    ? createPolicies<Req>(
+        limitOpt ?? limiter.rule.limit,
+        windowOpt ?? limiter.rule.windowMs,
+        { ...limiterOptions, name },
+        mode,
+      )
+    : undefined;
   const subnet = (o.ipv6Subnet ?? 64) as number | false;
   const { address } = compileClientRules({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
   });
-  const keyFn = o.key as ((req: Req) => MaybePromise<string>) | undefined;
+  const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
   const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
 
@@ -178,14 +222,17 @@ export function createRequestGate<Req>(
     return client.ip.v === 4 ? client.text : subnetKey(client.ip, subnet);
   }
 
-  function result(d: Decision): RequestResult {
-    const headers = writeHeaders(d);
+  function answer(d: Decision, headers: Readonly<Record<string, string>>): RequestResult {
     if (d.allowed) return { ok: true, decision: d, headers, answer: undefined };
-    const answer =
+    const refusal =
       d.reason === 'store-error'
         ? jsonAnswer(503, storeUnavailableError())
         : jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers);
-    return { ok: false, decision: d, headers, answer };
+    return { ok: false, decision: d, headers, answer: refusal };
+  }
+
+  function result(d: Decision): RequestResult {
+    return answer(d, writeHeaders(d));
   }
 
   function spend(key: string, cost: number): MaybePromise<RequestResult> {
@@ -193,16 +240,38 @@ export function createRequestGate<Req>(
     return isPromise(d) ? d.then(result) : result(d);
   }
 
+  function spendUnder(p: Policy, key: string, cost: number): MaybePromise<RequestResult> {
+    const finish = (d: Decision) => {
+      const out = unprefixed(d, p.prefix);
+      return answer(out, p.writeHeaders(out));
+    };
+    const d = p.limiter.consume(p.prefix + key, cost === 1 ? 1 : checkCost(cost));
+    return isPromise(d) ? d.then(finish) : finish(d);
+  }
+
+  function spendFor(key: string, cost: number, req: Req): MaybePromise<RequestResult> {
+    if (policyOf === undefined) return spend(key, cost);
+    const p = policyOf(req);
+    return isPromise(p) ? p.then((q) => spendUnder(q, key, cost)) : spendUnder(p, key, cost);
+  }
+
   function withCost(key: string, req: Req): MaybePromise<RequestResult> {
-    if (typeof costOpt !== 'function') return spend(key, costOpt ?? 1);
+    if (typeof costOpt !== 'function') return spendFor(key, costOpt ?? 1, req);
     const cost = costOpt(req);
-    return isPromise(cost) ? cost.then((c) => spend(key, c)) : spend(key, cost);
+    return isPromise(cost) ? cost.then((c) => spendFor(key, c, req)) : spendFor(key, cost, req);
+  }
+
+  function checkKey(key: unknown): string {
+    if (typeof key === 'string') return key;
+    throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
   }
 
   function counted(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
     if (keyFn === undefined) return withCost(defaultKey(raw), req);
-    const key = keyFn(req);
-    return isPromise(key) ? key.then((k) => withCost(k, req)) : withCost(key, req);
+    const key = keyFn(req, defaultKey(raw));
+    return isPromise(key)
+      ? key.then((k) => withCost(checkKey(k), req))
+      : withCost(checkKey(key), req);
   }
 
   return {
@@ -213,5 +282,9 @@ export function createRequestGate<Req>(
       return skip ? undefined : counted(raw, req);
     },
     limiter,
+    close(): MaybePromise<void> {
+      if (ownStore !== undefined) return ownStore.close();
+      return o.limiter === undefined ? limiter.close() : undefined;
+    },
   };
 }

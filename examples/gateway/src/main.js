@@ -84,6 +84,24 @@ export function banner(config, address, configPath) {
 }
 
 /**
+ * Why the gateway could not listen, and what to do about it.
+ * @param {NodeJS.ErrnoException} error
+ * @param {number} port
+ */
+export function listenError(error, port) {
+  if (error.code === 'EADDRINUSE') {
+    const other = port < 65_535 ? port + 1 : 0;
+    return (
+      `gateway: port ${port} on 127.0.0.1 is already in use (another gateway still running?).\n` +
+      `  Start on another port: npm start -- --port ${other}   (--port 0 picks any free port)\n`
+    );
+  }
+  if (error.code === 'EACCES')
+    return `gateway: not allowed to listen on port ${port}; choose a port above 1023: npm start -- --port 18789\n`;
+  return `gateway: cannot listen on 127.0.0.1:${port}: ${error.message}\n`;
+}
+
+/**
  * Starts the gateway as `npm start` does. Returns the exit code to use when it could not start
  * (2: bad flags, 1: invalid config or port in use), or the running gateway.
  * @param {string[]} argv the arguments after the script
@@ -126,7 +144,9 @@ export async function start(argv, io = {}) {
   try {
     address = await gateway.listen(args.port === undefined ? {} : { port: args.port });
   } catch (error) {
-    stderr(`gateway: cannot listen: ${/** @type {Error} */ (error).message}\n`);
+    stderr(
+      listenError(/** @type {NodeJS.ErrnoException} */ (error), args.port ?? config.gateway.port),
+    );
     await gateway.close();
     return { code: 1 };
   }

@@ -1,5 +1,6 @@
 // The config file and the command line: invalid configs are refused at start with the option named.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -135,6 +136,27 @@ describe('npm start (start())', () => {
     expect(() => parseCommandLine(['--port', '65536'])).toThrow(
       '--port must be an integer from 0 to 65535',
     );
+  });
+
+  it('exits 1 for a port in use, suggesting --port', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      let stderr = '';
+      const result = await start(['--port', String(port)], {
+        stderr: (t) => (stderr += t),
+        stdout: () => {},
+        logger: createMemoryLogger(),
+      });
+      expect(result).toEqual({ code: 1 });
+      expect(stderr).toBe(
+        `gateway: port ${port} on 127.0.0.1 is already in use (another gateway still running?).\n` +
+          `  Start on another port: npm start -- --port ${port + 1}   (--port 0 picks any free port)\n`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 
   it('starts on 127.0.0.1 and prints what it serves, the limits and the token to try', async () => {

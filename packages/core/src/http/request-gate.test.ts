@@ -104,3 +104,65 @@ describe('key(req, defaultKey)', () => {
     expect((gate.run(raw('2001:db8:1:2::c'), { user: 'alice' }) as RequestResult).ok).toBe(true);
   });
 });
+
+describe('stacked limiters on one request', () => {
+  it('advertise every policy as a structured-field list; legacy shows the most restrictive', () => {
+    const clock = manualClock(0);
+    const burst = createRequestGate<Req>({
+      name: 'burst',
+      limit: 5,
+      windowMs: 1_000,
+      headers: 'legacy',
+      clock,
+      timers: clock,
+    });
+    const daily = createRequestGate<Req>({
+      name: 'daily',
+      limit: 1000,
+      windowMs: 86_400_000,
+      headers: 'legacy',
+      clock,
+      timers: clock,
+    });
+    const request = raw('203.0.113.9');
+    burst.run(request, {});
+    const both = daily.run(request, {}) as RequestResult;
+    expect(both.headers).toEqual({
+      'RateLimit-Policy': '"burst";q=5;w=1, "daily";q=1000;w=86400',
+      RateLimit: '"burst";r=4;t=1, "daily";r=999;t=86400',
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '4',
+      'X-RateLimit-Reset': '1',
+    });
+    // A later request starts its own list.
+    const next = raw('203.0.113.9');
+    expect((burst.run(next, {}) as RequestResult).headers['RateLimit-Policy']).toBe(
+      '"burst";q=5;w=1',
+    );
+    burst.close();
+    daily.close();
+  });
+
+  it('a refusal by the second limiter carries both policies; the same name twice warns once', () => {
+    const clock = manualClock(0);
+    const warnings: unknown[] = [];
+    const logger = { warn: (o: object) => warnings.push(o), error: () => {} };
+    const a = createRequestGate<Req>({ limit: 10, clock, timers: clock, logger });
+    const b = createRequestGate<Req>({ limit: 1, clock, timers: clock, logger });
+    const first = raw('203.0.113.10');
+    a.run(first, {});
+    b.run(first, {});
+    const second = raw('203.0.113.10');
+    a.run(second, {});
+    const refused = b.run(second, {}) as RequestResult;
+    expect(refused.ok).toBe(false);
+    expect(refused.answer?.headers).toMatchObject({
+      'RateLimit-Policy': '"default";q=10;w=60, "default";q=1;w=60',
+      RateLimit: '"default";r=8;t=60, "default";r=0;t=60',
+      'Retry-After': '60',
+    });
+    expect(warnings).toEqual([{ code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: 'default' }]);
+    a.close();
+    b.close();
+  });
+});

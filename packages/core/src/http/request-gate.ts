@@ -22,6 +22,7 @@ import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-li
 import { type HttpAnswer, jsonAnswer } from './answer.js';
 import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
 import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
+import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
 export interface RequestGateOptions<Req> {
@@ -274,15 +275,33 @@ export function createRequestGate<Req>(
       : withCost(checkKey(key), req);
   }
 
+  const closeGate = gateOpened();
+  const identity = {};
+  const warnDuplicate = duplicateNameWarning(limiter.name, o.logger);
+
+  /** Folds the policies of earlier limiters on the same request into this one's headers. */
+  function stacked(raw: RawRequest, r: RequestResult): RequestResult {
+    const headers = stackHeaders(raw, identity, limiter.name, r.headers, warnDuplicate);
+    if (headers === r.headers) return r;
+    return r.ok ? { ...r, headers } : answer(r.decision, headers);
+  }
+
+  function decide(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
+    const r = counted(raw, req);
+    if (!stacking()) return r;
+    return isPromise(r) ? r.then((x) => stacked(raw, x)) : stacked(raw, r);
+  }
+
   return {
     run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined> {
-      if (skipFn === undefined) return counted(raw, req);
+      if (skipFn === undefined) return decide(raw, req);
       const skip = skipFn(req);
-      if (isPromise(skip)) return skip.then((s) => (s ? undefined : counted(raw, req)));
-      return skip ? undefined : counted(raw, req);
+      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req)));
+      return skip ? undefined : decide(raw, req);
     },
     limiter,
     close(): MaybePromise<void> {
+      closeGate();
       if (ownStore !== undefined) return ownStore.close();
       return o.limiter === undefined ? limiter.close() : undefined;
     },

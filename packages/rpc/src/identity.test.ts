@@ -5,7 +5,16 @@ describe('methodQuotaKey', () => {
   it.each<[string, Parameters<typeof methodQuotaKey>[1], string]>([
     ['full identity', { deviceId: 'dev-1', clientIp: '203.0.113.7' }, 'm.x|dev-1|203.0.113.7'],
     ['IPv4-mapped IPv6', { deviceId: 'd', clientIp: '::ffff:203.0.113.7' }, 'm.x|d|203.0.113.7'],
-    ['upper-case IPv6', { deviceId: 'd', clientIp: '2001:DB8::0:1' }, 'm.x|d|2001:db8::1'],
+    [
+      'upper-case IPv6, keyed by its /64',
+      { deviceId: 'd', clientIp: '2001:DB8::0:1' },
+      'm.x|d|2001:db8::/64',
+    ],
+    [
+      'IPv6 inside one /64',
+      { deviceId: 'd', clientIp: '2001:db8:1:2:ffff:ffff:ffff:fffe' },
+      'm.x|d|2001:db8:1:2::/64',
+    ],
     ['short IPv4 is garbage', { deviceId: 'd', clientIp: '127.1' }, 'm.x|d|unknown-ip'],
     ['IP with a port is garbage', { deviceId: 'd', clientIp: '1.2.3.4:80' }, 'm.x|d|unknown-ip'],
     ['device trimmed', { deviceId: '  d  ', clientIp: '10.0.0.1' }, 'm.x|d|10.0.0.1'],
@@ -34,6 +43,21 @@ describe('methodQuotaKey', () => {
     expect(b).toBe('worktrees.x|dev%7CA|10.0.0.1');
     expect(methodQuotaKey('m', { deviceId: '%7C' })).toBe('m|%257C|unknown-ip');
     expect(methodQuotaKey('m', { connId: 'x|y' })).toBe('m|unknown-device|unknown-ip|conn=x%7Cy');
+  });
+
+  it('keys IPv6 by the subnet asked for; false keeps the full address; IPv4 is never cut', () => {
+    const ip = { deviceId: 'd', clientIp: '2001:db8:1:2:aaaa:bbbb:cccc:dddd' };
+    expect(methodQuotaKey('m', ip)).toBe('m|d|2001:db8:1:2::/64');
+    expect(methodQuotaKey('m', ip, 64)).toBe('m|d|2001:db8:1:2::/64');
+    expect(methodQuotaKey('m', ip, 48)).toBe('m|d|2001:db8:1::/48');
+    expect(methodQuotaKey('m', ip, 128)).toBe('m|d|2001:db8:1:2:aaaa:bbbb:cccc:dddd');
+    expect(methodQuotaKey('m', ip, false)).toBe('m|d|2001:db8:1:2:aaaa:bbbb:cccc:dddd');
+    expect(methodQuotaKey('m', { deviceId: 'd', clientIp: '203.0.113.7' }, 8)).toBe(
+      'm|d|203.0.113.7',
+    );
+    expect(() => methodQuotaKey('m', ip, 0)).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_IPV6_SUBNET' }),
+    );
   });
 
   it('exports the fallback names', () => {

@@ -73,13 +73,38 @@ describe('toJsonRpcError', () => {
     expect(toJsonRpcError(shape, 1).error).toEqual({ code, message: shape.message, data: shape });
   });
 
-  it('every code is a JSON-RPC server error except the standard invalid-params code', () => {
-    const { invalidParams, ...server } = jsonRpcErrorCodes;
+  it('every code is a JSON-RPC server error except the standard invalid-request/params codes', () => {
+    const { invalidParams, invalidRequest, ...server } = jsonRpcErrorCodes;
     expect(invalidParams).toBe(-32602);
+    expect(invalidRequest).toBe(-32600);
     for (const code of Object.values(server)) {
       expect(code).toBeGreaterThanOrEqual(-32099);
       expect(code).toBeLessThanOrEqual(-32000);
     }
+  });
+
+  it('an unusable method name maps to the standard -32600 (invalid request)', () => {
+    const shape = {
+      code: 'INVALID_REQUEST',
+      message: 'invalid request: method must be a string, got an array',
+      retryable: false,
+      details: { code: 'INVALID_METHOD' },
+    };
+    expect(toJsonRpcError(shape, 3).error).toEqual({
+      code: -32600,
+      message: shape.message,
+      data: shape,
+    });
+    // INVALID_METHOD only counts on an INVALID_REQUEST shape.
+    expect(toJsonRpcError({ ...shape, code: 'CONFLICT' }, 3).error.code).toBe(-32000);
+  });
+
+  it('an id that is not a string or a finite number is answered as null', () => {
+    for (const id of [{ a: 1 }, ['x'], Number.NaN, Number.POSITIVE_INFINITY, true]) {
+      expect(toJsonRpcError(quotaShape, id as never).id).toBeNull();
+    }
+    expect(toJsonRpcError(quotaShape, 'abc').id).toBe('abc');
+    expect(toJsonRpcError(quotaShape, 0).id).toBe(0);
   });
 
   it('an absent id becomes null; junk input is a TypeError', () => {

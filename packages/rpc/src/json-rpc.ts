@@ -1,12 +1,14 @@
 import type { ErrorShape } from '@portcullis/core';
 import { isErrorShape } from './errors.js';
+import { INVALID_METHOD } from './method-name.js';
 
 /** A JSON-RPC 2.0 request id (`null` when the request's id could not be read). */
 export type JsonRpcId = string | number | null;
 
 /**
  * The JSON-RPC 2.0 error codes Portcullis answers with, all in the implementation-defined server
- * error range −32000..−32099 except `invalidParams` (the standard −32602).
+ * error range −32000..−32099 except `invalidRequest` and `invalidParams` (the standard −32600 and
+ * −32602).
  */
 export const jsonRpcErrorCodes = Object.freeze({
   /** −32029: a quota or rate limit refused the call (`UNAVAILABLE` with `retryAfterMs`, `RATE_LIMITED`). */
@@ -15,6 +17,8 @@ export const jsonRpcErrorCodes = Object.freeze({
   unauthorized: -32001,
   /** −32003: the limiter's shared store is down and its policy is to refuse. */
   unavailable: -32003,
+  /** −32600: a method name that is not usable (not a string, empty, too long, control characters). */
+  invalidRequest: -32600,
   /** −32602: other `INVALID_REQUEST` shapes, e.g. bad `gateway.restart.request` params. */
   invalidParams: -32602,
   /** −32000: any other shape. */
@@ -43,13 +47,17 @@ export interface JsonRpcErrorResponse<Shape extends ErrorShape = ErrorShape> {
 
 /**
  * The JSON-RPC error code for a shape:
- * `details.code` `AUTH_*` → −32001; `RATE_LIMITED`, or `UNAVAILABLE` with `retryAfterMs` → −32029;
- * `UNAVAILABLE` without `retryAfterMs` → −32003; other `INVALID_REQUEST` → −32602; else −32000.
+ * `details.code` `AUTH_*` → −32001; `details.code` `INVALID_METHOD` → −32600; `RATE_LIMITED`, or
+ * `UNAVAILABLE` with `retryAfterMs` → −32029; `UNAVAILABLE` without `retryAfterMs` → −32003; other
+ * `INVALID_REQUEST` → −32602; else −32000.
  */
 export function jsonRpcErrorCode(shape: ErrorShape): number {
   const detailCode = (shape.details as { code?: unknown } | undefined)?.code;
   if (typeof detailCode === 'string' && detailCode.startsWith('AUTH_')) {
     return jsonRpcErrorCodes.unauthorized;
+  }
+  if (shape.code === 'INVALID_REQUEST' && detailCode === INVALID_METHOD) {
+    return jsonRpcErrorCodes.invalidRequest;
   }
   switch (shape.code) {
     case 'RATE_LIMITED':
@@ -70,7 +78,8 @@ export function jsonRpcErrorCode(shape: ErrorShape): number {
  * the auth lockout shape, any other `ErrorShape` — or for a thrown {@link PortcullisRpcError}
  * (its `shape` is used). The shape goes into `error.data` unchanged.
  * @param shapeOrError the shape, or an error carrying one in `shape`
- * @param id the request's id; `undefined` becomes `null`
+ * @param id the request's id; anything but a string or a finite number (`undefined`, an object read
+ *   off a hostile request, `NaN`) becomes `null`, as JSON-RPC answers a request whose id is unusable
  * @throws {TypeError} when given neither a shape nor an error carrying one
  * @example toJsonRpcError(err, 7)
  * // { jsonrpc: '2.0', id: 7, error: { code: -32029, message: 'rate limit exceeded for …', data: { code: 'UNAVAILABLE', … } } }
@@ -89,7 +98,7 @@ export function toJsonRpcError<Shape extends ErrorShape>(
   }
   return {
     jsonrpc: '2.0',
-    id: id ?? null,
+    id: typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null,
     error: { code: jsonRpcErrorCode(shape), message: shape.message, data: shape as Shape },
   };
 }

@@ -18,22 +18,38 @@ export function patternProblem(pattern: unknown): string | undefined {
   return undefined;
 }
 
-/** Compiles validated patterns into a matcher: one `Set` lookup, then the (few) prefixes. */
-export function compileMethodPatterns(patterns: readonly string[]): MethodMatcher {
+/** How a method matched a pattern list: by an exact name, by a `.*` pattern, or not at all. */
+export type Match = 'exact' | 'pattern' | undefined;
+
+/**
+ * Compiles validated patterns into a classifier: one `Set` lookup, then the (few) prefixes. Only
+ * own entries of a `Set` count, so `__proto__` or `constructor` match nothing unless listed.
+ */
+export function classifyMethods(patterns: readonly string[]): (method: string) => Match {
   const exact = new Set<string>();
   const prefixes: string[] = [];
   for (const p of patterns) {
     if (p.endsWith('.*')) prefixes.push(p.slice(0, -1));
     else exact.add(p);
   }
-  if (prefixes.length === 0) return (method) => exact.has(method);
   return (method) => {
-    if (exact.has(method)) return true;
+    if (exact.has(method)) return 'exact';
     for (const prefix of prefixes) {
-      if (method.length > prefix.length && method.startsWith(prefix)) return true;
+      if (method.length > prefix.length && method.startsWith(prefix)) return 'pattern';
     }
-    return false;
+    return undefined;
   };
+}
+
+/** Compiles validated patterns into a matcher. */
+export function compileMethodPatterns(patterns: readonly string[]): MethodMatcher {
+  const classify = classifyMethods(patterns);
+  return (method) => classify(method) !== undefined;
+}
+
+/** How many entries of a validated list are exact names (not `.*` patterns). */
+export function exactCount(patterns: readonly string[]): number {
+  return new Set(patterns.filter((p) => !p.endsWith('.*'))).size;
 }
 
 /** The `methods` option: a non-empty array of valid patterns (copied, so later edits do nothing). */

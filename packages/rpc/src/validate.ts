@@ -6,9 +6,11 @@ import { functionOption, type OptionCheck, PortcullisConfigError } from '@portcu
  */
 export {
   booleanOption as boolean,
+  eitherOption as either,
   integerOption as integer,
   methodsOption as withMethods,
   nonEmptyStringOption as nonEmptyString,
+  oneOfOption as oneOf,
 } from '@portcullis/core';
 
 /** A function (typed as `F`). */

@@ -37,7 +37,7 @@ export class PortcullisRpcError<Shape extends ErrorShape = ErrorShape> extends E
 }
 
 /**
- * Thrown by a quota-wrapped dispatcher when a method's bucket is exhausted. `shape` is exactly
+ * The rejection of a quota-wrapped call when a method's bucket is exhausted. `shape` is exactly
  * core's `methodRateLimitedError(method, retryAfterMs, { limit, windowMs })`:
  * `{ code: 'UNAVAILABLE', message: 'rate limit exceeded for config.patch; retry after 50s',
  * retryable: true, retryAfterMs: 50000, details: { method: 'config.patch', limit: '30 per 60s' } }`.

@@ -38,8 +38,12 @@ export {
   withSessionCreationLimit,
 } from './session-creation.js';
 export {
+  DROPPED_REASONS_MARKER,
+  type RestartReasons,
+  type RestartRequestDispatcher,
   type RestartRequestOptions,
   type RestartRequestParams,
   withRestartRequests,
 } from './restart.js';
+export { INVALID_METHOD, MAX_METHOD_LENGTH, methodProblem } from './method-name.js';
 export type { Dispatcher, Wrapped } from './types.js';

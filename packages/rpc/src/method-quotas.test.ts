@@ -29,24 +29,25 @@ function setup(options: MethodQuotaOptions<unknown, Conn> = {}) {
   return { clock, calls, dispatch, guarded };
 }
 
-/** A store that forwards to `memory`, with some methods replaced. */
+/** A store that forwards to `memory`, with some methods replaced (whatever Store's shape). */
 function storeOver(memory: MemoryStore, overrides: Partial<Store>): Store {
-  return {
-    consume: (key, rule, cost) => memory.consume(key, rule, cost),
-    peek: (key, rule) => memory.peek(key, rule),
-    checkFailures: (key, rule) => memory.checkFailures(key, rule),
-    recordFailure: (key, rule) => memory.recordFailure(key, rule),
-    delete: (key) => memory.delete(key),
-    size: () => memory.size(),
-    close: () => memory.close(),
-    ...overrides,
-  };
+  return new Proxy(memory, {
+    get(target, prop) {
+      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
-/** Calls and returns the thrown error (fails the test when nothing is thrown). */
-function refusal(fn: () => unknown): MethodRateLimitedError {
+/**
+ * Awaits a wrapped call that must be refused and returns the rejection. The call must return a
+ * promise (never throw synchronously) and must reject with a MethodRateLimitedError.
+ */
+async function refusal(call: unknown): Promise<MethodRateLimitedError> {
+  expect(call).toBeInstanceOf(Promise);
   try {
-    fn();
+    await call;
   } catch (error) {
     expect(error).toBeInstanceOf(MethodRateLimitedError);
     return error as MethodRateLimitedError;
@@ -71,13 +72,13 @@ describe('controlPlaneWriteMethods', () => {
 });
 
 describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device + IP)', () => {
-  it('30 calls of config.patch succeed; the 31st 10 s later fails with the exact shape', () => {
+  it('30 calls of config.patch succeed; the 31st 10 s later fails with the exact shape', async () => {
     const { clock, guarded, dispatch } = setup();
     for (let i = 0; i < 30; i++)
-      expect(guarded('config.patch', { i }, alice)).toBe('ok:config.patch');
+      expect(await guarded('config.patch', { i }, alice)).toBe('ok:config.patch');
     expect(dispatch).toHaveBeenCalledTimes(30);
     clock.advance(10_000);
-    const error = refusal(() => guarded('config.patch', {}, alice));
+    const error = await refusal(guarded('config.patch', {}, alice));
     expect(dispatch).toHaveBeenCalledTimes(30);
     expect(error.retryAfterMs).toBe(50_000);
     expect(error.message).toBe('rate limit exceeded for config.patch; retry after 50s');
@@ -107,85 +108,88 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     expect(error.name).toBe('MethodRateLimitedError');
   });
 
-  it('rounds the seconds in the message up', () => {
+  it('rounds the seconds in the message up', async () => {
     const { clock, guarded } = setup();
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
     clock.advance(25_461);
-    const error = refusal(() => guarded('config.patch', {}, alice));
+    const error = await refusal(guarded('config.patch', {}, alice));
     expect(error.retryAfterMs).toBe(34_539);
     expect(error.message).toBe('rate limit exceeded for config.patch; retry after 35s');
   });
 
-  it('a refused call does not count: refusals neither reach dispatch nor push the window back', () => {
+  it('a refused call does not count: refusals neither reach dispatch nor push the window back', async () => {
     const { clock, guarded, dispatch } = setup();
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
     for (let i = 0; i < 100; i++) {
       clock.advance(500);
-      refusal(() => guarded('config.patch', {}, alice));
+      await refusal(guarded('config.patch', {}, alice));
     }
     clock.set(59_999);
-    expect(refusal(() => guarded('config.patch', {}, alice)).retryAfterMs).toBe(1);
+    expect((await refusal(guarded('config.patch', {}, alice))).retryAfterMs).toBe(1);
     clock.set(60_000);
     // A new window at exactly +60 000 ms, with the full 30 (refusals were free).
-    for (let i = 0; i < 30; i++) expect(guarded('config.patch', {}, alice)).toBe('ok:config.patch');
-    expect(refusal(() => guarded('config.patch', {}, alice)).retryAfterMs).toBe(60_000);
+    for (let i = 0; i < 30; i++)
+      expect(await guarded('config.patch', {}, alice)).toBe('ok:config.patch');
+    expect((await refusal(guarded('config.patch', {}, alice))).retryAfterMs).toBe(60_000);
     expect(dispatch).toHaveBeenCalledTimes(60);
   });
 
-  it('the window is anchored at the first call, not at a clock boundary', () => {
+  it('the window is anchored at the first call, not at a clock boundary', async () => {
     const { clock, guarded } = setup();
     clock.set(12_345);
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
     clock.set(60_000);
-    expect(refusal(() => guarded('config.patch', {}, alice)).retryAfterMs).toBe(12_345);
+    expect((await refusal(guarded('config.patch', {}, alice))).retryAfterMs).toBe(12_345);
     clock.set(72_345);
-    expect(guarded('config.patch', {}, alice)).toBe('ok:config.patch');
+    expect(await guarded('config.patch', {}, alice)).toBe('ok:config.patch');
   });
 
-  it('each method keeps its own 30: plugins.setEnabled is unaffected by config.patch', () => {
+  it('each method keeps its own 30: plugins.setEnabled is unaffected by config.patch', async () => {
     const { guarded } = setup();
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
-    refusal(() => guarded('config.patch', {}, alice));
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
+    await refusal(guarded('config.patch', {}, alice));
     for (let i = 0; i < 30; i++) {
-      expect(guarded('plugins.setEnabled', {}, alice)).toBe('ok:plugins.setEnabled');
+      expect(await guarded('plugins.setEnabled', {}, alice)).toBe('ok:plugins.setEnabled');
     }
-    const error = refusal(() => guarded('plugins.setEnabled', {}, alice));
+    const error = await refusal(guarded('plugins.setEnabled', {}, alice));
     expect(error.message).toBe('rate limit exceeded for plugins.setEnabled; retry after 60s');
     expect(error.shape.details).toEqual({ method: 'plugins.setEnabled', limit: '30 per 60s' });
   });
 
-  it('worktrees.create matches worktrees.* and has its own bucket within the namespace', () => {
+  it('worktrees.create matches worktrees.* and has its own bucket within the namespace', async () => {
     const { guarded } = setup();
     expect(guarded.matches('worktrees.create')).toBe(true);
-    for (let i = 0; i < 30; i++) guarded('worktrees.create', {}, alice);
-    const error = refusal(() => guarded('worktrees.create', {}, alice));
+    for (let i = 0; i < 30; i++) await guarded('worktrees.create', {}, alice);
+    const error = await refusal(guarded('worktrees.create', {}, alice));
     expect(error.shape.details).toEqual({ method: 'worktrees.create', limit: '30 per 60s' });
-    expect(guarded('worktrees.remove', {}, alice)).toBe('ok:worktrees.remove');
+    expect(await guarded('worktrees.remove', {}, alice)).toBe('ok:worktrees.remove');
     expect(guarded.matches('worktrees')).toBe(false);
   });
 
   it.each(['config.get', 'chat.send', 'status', 'worktrees', 'config.patchX', 'Config.patch'])(
     'never limits the non-write method %s, and does not even ask who calls',
-    (method) => {
+    async (method) => {
       const identity = vi.fn((c: Conn) => c);
       const { guarded, dispatch } = setup({ identity });
-      for (let i = 0; i < 1000; i++) expect(guarded(method, {}, alice)).toBe(`ok:${method}`);
+      for (let i = 0; i < 1000; i++) expect(await guarded(method, {}, alice)).toBe(`ok:${method}`);
       expect(dispatch).toHaveBeenCalledTimes(1000);
       expect(identity).not.toHaveBeenCalled();
       expect(guarded.limiter.size()).toBe(0);
     },
   );
 
-  it('passes params, ctx and the result through untouched, synchronously', () => {
+  it('passes params, ctx and the result through untouched, always as a promise', async () => {
     const inner = (method: string, params: { n: number }, ctx: Conn) => ({ method, params, ctx });
     const guarded = withMethodQuotas(inner);
     const params = { n: 1 };
-    const out = guarded('config.apply', params, alice);
-    expect(out).not.toBeInstanceOf(Promise);
+    const pending = guarded('config.apply', params, alice);
+    expect(pending).toBeInstanceOf(Promise);
+    const out = await pending;
     expect(out).toEqual({ method: 'config.apply', params, ctx: alice });
-    expect((out as { params: unknown }).params).toBe(params);
+    expect(out.params).toBe(params);
     const free = guarded('config.get', params, alice);
-    expect(free).not.toBeInstanceOf(Promise);
+    expect(free).toBeInstanceOf(Promise);
+    expect((await free).method).toBe('config.get');
     guarded.close();
   });
 
@@ -200,30 +204,31 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     );
     await expect(guarded('config.patch', {}, alice)).resolves.toBe('config.patch');
     await expect(guarded('config.patch', { fail: true }, alice)).rejects.toThrow('boom');
-    expect(() => guarded('config.patch', {}, alice)).toThrow(MethodRateLimitedError);
+    await refusal(guarded('config.patch', {}, alice));
   });
 
-  it('two devices behind one IP have separate buckets; one device on two IPs too', () => {
+  it('two devices behind one IP have separate buckets; one device on two IPs too', async () => {
     const { guarded } = setup();
     const bob: Conn = { deviceId: 'dev-bob', clientIp: '203.0.113.7' };
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
-    refusal(() => guarded('config.patch', {}, alice));
-    for (let i = 0; i < 30; i++) expect(guarded('config.patch', {}, bob)).toBe('ok:config.patch');
-    refusal(() => guarded('config.patch', {}, bob));
-    expect(guarded('config.patch', {}, { ...alice, clientIp: '198.51.100.1' })).toBe(
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
+    await refusal(guarded('config.patch', {}, alice));
+    for (let i = 0; i < 30; i++)
+      expect(await guarded('config.patch', {}, bob)).toBe('ok:config.patch');
+    await refusal(guarded('config.patch', {}, bob));
+    expect(await guarded('config.patch', {}, { ...alice, clientIp: '198.51.100.1' })).toBe(
       'ok:config.patch',
     );
   });
 
-  it('canonicalises the IP: spellings of one address share a bucket', () => {
+  it('canonicalises the IP: spellings of one address share a bucket', async () => {
     const { guarded } = setup({ limit: 2 });
-    guarded('config.patch', {}, { deviceId: 'd', clientIp: '::ffff:10.0.0.1' });
-    guarded('config.patch', {}, { deviceId: 'd', clientIp: '10.0.0.1' });
+    await guarded('config.patch', {}, { deviceId: 'd', clientIp: '::ffff:10.0.0.1' });
+    await guarded('config.patch', {}, { deviceId: 'd', clientIp: '10.0.0.1' });
     expect(
-      refusal(() => guarded('config.patch', {}, { deviceId: 'd', clientIp: '::FFFF:a00:1' })).key,
+      (await refusal(guarded('config.patch', {}, { deviceId: 'd', clientIp: '::FFFF:a00:1' }))).key,
     ).toBe('config.patch|d|10.0.0.1');
     expect(guarded.keyOf('config.patch', { deviceId: 'd', clientIp: '2001:DB8:0:0::1' })).toBe(
-      'config.patch|d|2001:db8::1',
+      'config.patch|d|2001:db8::/64',
     );
   });
 
@@ -251,22 +256,22 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
       'config.patch|unknown-device|unknown-ip|conn=c9',
     ],
     ['nothing at all', {}, 'config.patch|unknown-device|unknown-ip'],
-  ])('key with %s', (_label, conn, key) => {
+  ])('key with %s', async (_label, conn, key) => {
     const { guarded } = setup({ limit: 1 });
     expect(guarded.keyOf('config.patch', conn)).toBe(key);
-    guarded('config.patch', {}, conn);
-    expect(refusal(() => guarded('config.patch', {}, conn)).key).toBe(key);
+    await guarded('config.patch', {}, conn);
+    expect((await refusal(guarded('config.patch', {}, conn))).key).toBe(key);
   });
 
-  it('anonymous connections get a bucket each; a known device ignores the connection id', () => {
+  it('anonymous connections get a bucket each; a known device ignores the connection id', async () => {
     const { guarded } = setup({ limit: 1 });
-    guarded('config.patch', {}, { connId: 'c1' });
-    expect(guarded('config.patch', {}, { connId: 'c2' })).toBe('ok:config.patch');
-    guarded('config.patch', {}, { deviceId: 'd', connId: 'c1' });
-    refusal(() => guarded('config.patch', {}, { deviceId: 'd', connId: 'c2' }));
+    await guarded('config.patch', {}, { connId: 'c1' });
+    expect(await guarded('config.patch', {}, { connId: 'c2' })).toBe('ok:config.patch');
+    await guarded('config.patch', {}, { deviceId: 'd', connId: 'c1' });
+    await refusal(guarded('config.patch', {}, { deviceId: 'd', connId: 'c2' }));
   });
 
-  it('uses a custom identity function', () => {
+  it('uses a custom identity function', async () => {
     const identity = vi.fn(
       (ctx: { session: { device: string; ip: string } }): MethodIdentity => ({
         deviceId: ctx.session.device,
@@ -281,46 +286,46 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
       },
     );
     const ctx = { session: { device: 'x', ip: '10.1.1.1' } };
-    guarded('update.run', {}, ctx);
+    await guarded('update.run', {}, ctx);
     expect(identity).toHaveBeenCalledWith(ctx);
-    expect(refusal(() => guarded('update.run', {}, ctx)).key).toBe('update.run|x|10.1.1.1');
+    expect((await refusal(guarded('update.run', {}, ctx))).key).toBe('update.run|x|10.1.1.1');
     guarded.close();
   });
 
-  it('a blocked bucket survives a flood of 20 000 other identities (maxEntries 10 000)', () => {
+  it('a blocked bucket survives a flood of 20 000 other identities (maxEntries 10 000)', async () => {
     const { clock, guarded } = setup();
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
     clock.advance(1_000);
     for (let i = 0; i < 20_000; i++) {
-      guarded('config.patch', {}, { deviceId: `flood-${i}`, clientIp: '198.51.100.9' });
+      await guarded('config.patch', {}, { deviceId: `flood-${i}`, clientIp: '198.51.100.9' });
     }
     expect(guarded.limiter.size()).toBe(10_000);
-    const error = refusal(() => guarded('config.patch', {}, alice));
+    const error = await refusal(guarded('config.patch', {}, alice));
     expect(error.retryAfterMs).toBe(59_000);
     clock.set(60_000);
-    expect(guarded('config.patch', {}, alice)).toBe('ok:config.patch');
+    expect(await guarded('config.patch', {}, alice)).toBe('ok:config.patch');
   });
 
-  it('honours limit and windowMs, reported in details.limit', () => {
+  it('honours limit and windowMs, reported in details.limit', async () => {
     const { clock, guarded } = setup({ limit: 5, windowMs: 1_500, methods: ['admin.*'] });
-    for (let i = 0; i < 5; i++) guarded('admin.wipe', {}, alice);
+    for (let i = 0; i < 5; i++) await guarded('admin.wipe', {}, alice);
     clock.advance(200);
-    expect(refusal(() => guarded('admin.wipe', {}, alice)).shape).toEqual({
+    expect((await refusal(guarded('admin.wipe', {}, alice))).shape).toEqual({
       code: 'UNAVAILABLE',
       message: 'rate limit exceeded for admin.wipe; retry after 2s',
       retryable: true,
       retryAfterMs: 1_300,
       details: { method: 'admin.wipe', limit: '5 per 1.5s' },
     });
-    expect(guarded('config.patch', {}, alice)).toBe('ok:config.patch');
+    expect(await guarded('config.patch', {}, alice)).toBe('ok:config.patch');
   });
 
-  it('onLimited hears each refusal with the key, decision and error', () => {
+  it('onLimited hears each refusal with the key, decision and error', async () => {
     const onLimited = vi.fn();
     const { guarded } = setup({ limit: 1, onLimited });
-    guarded('config.patch', { a: 1 }, alice);
+    await guarded('config.patch', { a: 1 }, alice);
     expect(onLimited).not.toHaveBeenCalled();
-    const error = refusal(() => guarded('config.patch', { a: 2 }, alice));
+    const error = await refusal(guarded('config.patch', { a: 2 }, alice));
     expect(onLimited).toHaveBeenCalledTimes(1);
     expect(onLimited).toHaveBeenCalledWith({
       method: 'config.patch',
@@ -341,14 +346,14 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     });
   });
 
-  it('publishes refusals on portcullis:limited under the name control-plane', () => {
+  it('publishes refusals on portcullis:limited under the name control-plane', async () => {
     const seen: unknown[] = [];
     const listener = (message: unknown) => seen.push(message);
     subscribe('portcullis:limited', listener);
     try {
       const { guarded } = setup({ limit: 1 });
-      guarded('config.patch', {}, alice);
-      refusal(() => guarded('config.patch', {}, alice));
+      await guarded('config.patch', {}, alice);
+      await refusal(guarded('config.patch', {}, alice));
       expect(seen).toEqual([
         expect.objectContaining({
           limiter: 'control-plane',
@@ -363,13 +368,13 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     }
   });
 
-  it('dry run: counts and reports would-be refusals but always dispatches', () => {
+  it('dry run: counts and reports would-be refusals but always dispatches', async () => {
     const onLimited = vi.fn();
     const { clock, guarded, dispatch } = setup({ dryRun: true, onLimited });
-    for (let i = 0; i < 30; i++) guarded('config.patch', {}, alice);
+    for (let i = 0; i < 30; i++) await guarded('config.patch', {}, alice);
     expect(onLimited).not.toHaveBeenCalled();
     clock.advance(10_000);
-    expect(guarded('config.patch', {}, alice)).toBe('ok:config.patch');
+    expect(await guarded('config.patch', {}, alice)).toBe('ok:config.patch');
     expect(dispatch).toHaveBeenCalledTimes(31);
     expect(onLimited).toHaveBeenCalledTimes(1);
     const event = onLimited.mock.calls[0]?.[0];
@@ -403,11 +408,10 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     expect([...memory.protectedKeys()].map((k) => k.key)).toEqual([
       'control-plane:config.patch|dev-alice|203.0.113.7',
     ]);
-    // Free methods stay synchronous even with an async store.
-    expect(guarded('config.get', {}, alice)).toBe('config.get');
+    await expect(guarded('config.get', {}, alice)).resolves.toBe('config.get');
   });
 
-  it('a store that refuses with store-error answers the store-unavailable shape', () => {
+  it('a store that refuses with store-error answers the store-unavailable shape', async () => {
     const memory = new MemoryStore();
     const store = storeOver(memory, {
       consume: (key) => ({
@@ -424,7 +428,7 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     const guarded = withMethodQuotas(dispatch, { store });
     let thrown: unknown;
     try {
-      guarded('config.patch', {}, alice);
+      await guarded('config.patch', {}, alice);
     } catch (error) {
       thrown = error;
     }
@@ -439,9 +443,9 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     memory.close();
   });
 
-  it('close() stops the built-in store sweep timer', () => {
+  it('close() stops the built-in store sweep timer', async () => {
     const { clock, guarded } = setup();
-    guarded('config.patch', {}, alice);
+    await guarded('config.patch', {}, alice);
     expect(clock.pendingTimers()).toBe(1);
     guarded.close();
     expect(clock.pendingTimers()).toBe(0);

@@ -13,11 +13,22 @@ import {
   type Timers,
   type WindowLimiter,
 } from '@portcullis/core';
+import { callHook, safeLogger } from './callbacks.js';
 import { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
-import { contextIdentity, type MethodIdentity, methodQuotaKey } from './identity.js';
-import { compileMethodPatterns, methodList } from './patterns.js';
+import { callerKey, contextIdentity, joinKey, type MethodIdentity } from './identity.js';
+import { checkMethod, methodProblem } from './method-name.js';
+import { classifyMethods, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
-import { boolean, checkDispatch, func, integer, nonEmptyString, withMethods } from './validate.js';
+import {
+  boolean,
+  checkDispatch,
+  either,
+  func,
+  integer,
+  nonEmptyString,
+  oneOf,
+  withMethods,
+} from './validate.js';
 
 /**
  * The control-plane write methods the gateway limits (DESIGN 3.5), the default of
@@ -42,11 +53,14 @@ export interface MethodLimitedEvent<Params = unknown, Ctx = unknown> {
   readonly params: Params;
   /** The caller's context. */
   readonly ctx: Ctx;
-  /** The bucket key (`method|deviceId|clientIp`…). */
+  /**
+   * The bucket key that refused: `method|deviceId|clientIp`…, or `*|deviceId|clientIp`… when the
+   * caller's budget of new `.*`-matched methods is spent.
+   */
   readonly key: string;
   /** The limiter's decision (`allowed: true, dryRun: true` in dry-run mode). */
   readonly decision: Decision;
-  /** The error that is (or, in dry-run mode, would have been) thrown. */
+  /** The error that is (or, in dry-run mode, would have been) the call's rejection. */
   readonly error: PortcullisRpcError;
   /** True when the call goes ahead because the wrapper is in dry-run mode. */
   readonly dryRun: boolean;
@@ -65,10 +79,25 @@ export interface MethodQuotaOptions<Params = unknown, Ctx = unknown> {
   /** Window length in ms; the window is anchored at the bucket's first call. @default 60_000 */
   windowMs?: number;
   /**
-   * Who is calling. Called only for limited methods.
+   * Who is calling. Called only for limited methods; may return a promise. Throwing (or
+   * rejecting) fails the call, uncounted.
    * @default reads `ctx.deviceId`, `ctx.clientIp` and `ctx.connId`
    */
-  identity?: (ctx: Ctx) => MethodIdentity | undefined;
+  identity?: (ctx: Ctx) => MaybePromise<MethodIdentity | undefined>;
+  /**
+   * Prefix length an IPv6 client IP is keyed by (core's `ipKey`): one device rotating addresses
+   * inside its /64 keeps one bucket. `false` keys the full address.
+   * @default 64
+   */
+  ipv6Subnet?: number | false;
+  /**
+   * How many methods matched by a `.*` pattern (not by an exact name) one caller may open a new
+   * bucket for per window. Past it, a call of a `.*` method the caller has no bucket for yet is
+   * refused, so minting names (`worktrees.junk1`, `worktrees.junk2`, …) cannot fill the bucket
+   * table and evict anyone's buckets, the caller's own included.
+   * @default 16
+   */
+  maxPatternMethods?: number;
   /** Where counters live (e.g. a `RedisStore`). @default a new MemoryStore */
   store?: Store;
   /** Most buckets in the built-in memory store (not with `store`). @default 10_000 */
@@ -79,9 +108,16 @@ export interface MethodQuotaOptions<Params = unknown, Ctx = unknown> {
   timers?: Timers;
   /** Count and report as usual, but never refuse. @default false */
   dryRun?: boolean;
-  /** Told about every refusal (and would-be refusal in dry-run mode); its return value is ignored. */
-  onLimited?: (event: MethodLimitedEvent<Params, Ctx>) => void;
-  /** Warned once if the bucket table, full of blocked buckets, refuses a new caller. */
+  /**
+   * Told about every refusal (and would-be refusal in dry-run mode); its return value is ignored.
+   * If it throws or rejects, the error goes to `logger.error` (or a process warning) and the call
+   * is answered as if the hook had returned.
+   */
+  onLimited?: (event: MethodLimitedEvent<Params, Ctx>) => unknown;
+  /**
+   * Warned once if the bucket table, full of blocked buckets, refuses a new caller; told about
+   * errors of `onLimited`. A logger that throws is itself caught (then a process warning).
+   */
   logger?: Logger;
   /** Names the limiter in diagnostics events; namespaces its keys in a shared store. @default 'control-plane' */
   name?: string;
@@ -90,18 +126,29 @@ export interface MethodQuotaOptions<Params = unknown, Ctx = unknown> {
 /** A dispatcher wrapped by {@link withMethodQuotas}, plus a few handles on its limiter. */
 export interface MethodQuotaDispatcher<Params = unknown, Ctx = unknown, Result = unknown> {
   /**
-   * Dispatches the call, first spending one slot of its bucket when the method is limited. Throws
-   * {@link MethodRateLimitedError} (synchronously with the memory store) when the bucket is
-   * exhausted, without calling the inner dispatcher.
+   * Dispatches the call, first spending one slot of its bucket when the method is limited. Always
+   * returns a promise. It rejects with {@link MethodRateLimitedError} when the bucket is exhausted,
+   * and with an `INVALID_REQUEST` {@link PortcullisRpcError} when `method` is not a usable name
+   * (not a string, empty, over 256 characters, control characters), in both cases without calling
+   * the inner dispatcher. The inner dispatcher's own errors (thrown or rejected) reject it too.
    */
   (method: string, params: Params, ctx: Ctx): Wrapped<Result>;
-  /** Whether `method` is limited. */
+  /** Whether `method` is limited (false for anything that is not a usable method name). */
   matches(method: string): boolean;
-  /** The bucket key a call of `method` from `ctx` is counted under. */
-  keyOf(method: string, ctx: Ctx): string;
+  /**
+   * The bucket key a call of `method` from `ctx` is counted under (a promise of it when `identity`
+   * answers with one).
+   * @throws {PortcullisRpcError} `INVALID_REQUEST` when `method` is not a usable method name
+   */
+  keyOf(method: string, ctx: Ctx): MaybePromise<string>;
   /** The underlying window limiter (`peek`, `reset`, `size`). */
   readonly limiter: WindowLimiter;
-  /** Stops the built-in store's sweep timer. */
+  /**
+   * The limiter of new `.*`-matched buckets per caller (`maxPatternMethods` per window, key
+   * `*|deviceId|clientIp`…); `undefined` when `methods` has no `.*` pattern.
+   */
+  readonly patternLimiter: WindowLimiter | undefined;
+  /** Stops the built-in stores' sweep timers. */
   close(): MaybePromise<void>;
 }
 
@@ -114,13 +161,15 @@ const quotaSpec = {
   methods: methodList,
   limit: integer(1),
   windowMs: integer(1),
-  identity: func<(ctx: unknown) => MethodIdentity | undefined>(),
+  identity: func<(ctx: unknown) => MaybePromise<MethodIdentity | undefined>>(),
+  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+  maxPatternMethods: integer(1),
   store: withMethods<Store>('consume', 'peek', 'delete'),
   maxEntries: integer(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,
-  onLimited: func<(event: MethodLimitedEvent) => void>(),
+  onLimited: func<(event: MethodLimitedEvent) => unknown>(),
   logger: withMethods<Logger>('warn', 'error'),
   name: nonEmptyString,
 };
@@ -128,15 +177,17 @@ const quotaSpec = {
 /**
  * Wraps an RPC dispatcher with per-method quotas (DESIGN 3.5): each call of a limited method
  * spends one slot of the fixed-window bucket `method|deviceId|clientIp` (30 per 60 s by default,
- * anchored at the first call; a refused call spends nothing). An exhausted bucket makes the call
- * throw {@link MethodRateLimitedError} and the inner dispatcher is not called. Other methods go
- * straight to the dispatcher, free and synchronously.
+ * anchored at the first call; a refused call spends nothing; an IPv6 client is keyed by its /64).
+ * The wrapped dispatcher always returns a promise: an exhausted bucket rejects it with
+ * {@link MethodRateLimitedError} and the inner dispatcher is not called; a method name that is not
+ * a usable string is rejected with `INVALID_REQUEST`, never dispatched. Other methods go straight to
+ * the dispatcher, free.
  * @param dispatch the dispatcher to protect
  * @param options see {@link MethodQuotaOptions}
  * @throws {PortcullisConfigError} for a wrong or unknown option (`ERR_PORTCULLIS_*`)
  * @example
  * const guarded = withMethodQuotas(dispatch, { identity: (conn) => ({ deviceId: conn.deviceId, clientIp: conn.ip }) });
- * await guarded('config.patch', { raw: '…' }, conn); // throws MethodRateLimitedError on the 31st call in a minute
+ * await guarded('config.patch', { raw: '…' }, conn); // rejects with MethodRateLimitedError on the 31st call in a minute
  */
 export function withMethodQuotas<Params, Ctx, Result>(
   dispatch: Dispatcher<Params, Ctx, Result>,
@@ -154,60 +205,135 @@ export function withMethodQuotas<Params, Ctx, Result>(
   const limit = o.limit ?? 30;
   const windowMs = o.windowMs ?? 60_000;
   const quota = { limit, windowMs };
-  const matches = compileMethodPatterns(o.methods ?? controlPlaneWriteMethods);
-  const identity = (o.identity ?? contextIdentity) as (ctx: Ctx) => MethodIdentity | undefined;
+  const ipv6Subnet = (o.ipv6Subnet ?? 64) as number | false;
+  const methods = o.methods ?? controlPlaneWriteMethods;
+  const classify = classifyMethods(methods);
+  const identity = (o.identity ?? contextIdentity) as (
+    ctx: Ctx,
+  ) => MaybePromise<MethodIdentity | undefined>;
   const onLimited = o.onLimited as MethodQuotaOptions<Params, Ctx>['onLimited'];
-  const limiter = createWindowLimiter({
-    algorithm: 'fixed-window',
-    limit,
+  const logger = o.logger === undefined ? undefined : safeLogger(o.logger);
+  const name = o.name ?? 'control-plane';
+  /** Store, clock, timers, dry run and logger: the same for both limiters. */
+  const shared = {
+    algorithm: 'fixed-window' as const,
     windowMs,
-    name: o.name ?? 'control-plane',
     ...(o.store !== undefined && { store: o.store }),
     ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
     ...(o.clock !== undefined && { clock: o.clock }),
     ...(o.timers !== undefined && { timers: o.timers }),
     ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-    ...(o.logger !== undefined && { logger: o.logger }),
-  });
+    ...(logger !== undefined && { logger }),
+  };
+  const limiter = createWindowLimiter({ ...shared, limit, name });
+  /*
+   * New `.*` buckets per caller. A built-in store of its own (its keys can never meet a method
+   * key); in a shared store its namespace `<name>.new-methods:` differs from `<name>:`.
+   */
+  const patternQuota = { limit: o.maxPatternMethods ?? 16, windowMs };
+  const patternLimiter = methods.some((m) => m.endsWith('.*'))
+    ? createWindowLimiter({ ...shared, limit: patternQuota.limit, name: `${name}.new-methods` })
+    : undefined;
 
-  function refusal(method: string, key: string, d: Decision): PortcullisRpcError {
+  function refusal(
+    method: string,
+    key: string,
+    d: Decision,
+    q: { limit: number; windowMs: number },
+  ): PortcullisRpcError {
     if (d.reason === 'store-error') return new PortcullisRpcError(storeUnavailableError());
     // A dry-run decision reports retryAfterMs 0; what the caller would have waited is resetMs.
     const retryAfterMs = d.dryRun === true ? d.resetMs : d.retryAfterMs;
-    return new MethodRateLimitedError(methodRateLimitedError(method, retryAfterMs, quota), key, d);
+    return new MethodRateLimitedError(methodRateLimitedError(method, retryAfterMs, q), key, d);
   }
 
-  function settle(method: string, params: Params, ctx: Ctx, key: string, d: Decision): Result {
-    const dryRun = d.allowed && d.dryRun === true && WOULD_REFUSE.has(d.reason);
-    if (d.allowed && !dryRun) return dispatch(method, params, ctx);
-    const error = refusal(method, key, d);
-    if (onLimited) onLimited({ method, params, ctx, key, decision: d, error, dryRun });
-    if (dryRun) return dispatch(method, params, ctx);
-    throw error;
-  }
-
-  function keyOf(method: string, ctx: Ctx): string {
-    return methodQuotaKey(method, identity(ctx));
-  }
-
-  const guarded = function methodQuotaDispatch(
+  /** The error to reject with, or undefined when the call goes ahead (dry run included). */
+  function verdict(
     method: string,
     params: Params,
     ctx: Ctx,
-  ): Wrapped<Result> {
-    if (typeof method !== 'string' || !matches(method)) return dispatch(method, params, ctx);
-    const key = keyOf(method, ctx);
-    const d = limiter.consume(key);
-    if (isPromise(d)) {
-      return d.then((r) => settle(method, params, ctx, key, r)) as Promise<Awaited<Result>>;
+    key: string,
+    d: Decision,
+    q: { limit: number; windowMs: number },
+  ): PortcullisRpcError | undefined {
+    const dryRun = d.allowed && d.dryRun === true && WOULD_REFUSE.has(d.reason);
+    if (d.allowed && !dryRun) return undefined;
+    const error = refusal(method, key, d, q);
+    if (onLimited) {
+      const event = { method, params, ctx, key, decision: d, error, dryRun };
+      callHook(onLimited, event, o.logger, WHERE, 'onLimited');
     }
-    return settle(method, params, ctx, key, d);
+    return dryRun ? undefined : error;
+  }
+
+  /**
+   * For a `.*`-matched method: whether the caller may open a bucket for it. A method it already
+   * has a live bucket for costs nothing here; a new one spends one of `maxPatternMethods`.
+   */
+  function admitPatternMethod(
+    pl: WindowLimiter,
+    method: string,
+    params: Params,
+    ctx: Ctx,
+    key: string,
+    caller: string,
+  ): MaybePromise<PortcullisRpcError | undefined> {
+    const spend = (seen: Decision): MaybePromise<PortcullisRpcError | undefined> => {
+      if (seen.reason !== 'overflow' && seen.remaining < seen.limit) return undefined;
+      const budgetKey = `*|${caller}`;
+      const d = pl.consume(budgetKey);
+      const judge = (r: Decision) => verdict(method, params, ctx, budgetKey, r, patternQuota);
+      return isPromise(d) ? d.then(judge) : judge(d);
+    };
+    const seen = limiter.peek(key);
+    return isPromise(seen) ? seen.then(spend) : spend(seen);
+  }
+
+  function keyOf(method: string, ctx: Ctx): MaybePromise<string> {
+    checkMethod(method);
+    const who = identity(ctx);
+    return isPromise(who)
+      ? who.then((w) => joinKey(method, callerKey(w, ipv6Subnet)))
+      : joinKey(method, callerKey(who, ipv6Subnet));
+  }
+
+  const guarded = async function methodQuotaDispatch(
+    method: string,
+    params: Params,
+    ctx: Ctx,
+  ): Promise<Awaited<Result>> {
+    checkMethod(method);
+    const match = classify(method);
+    if (match === undefined) return dispatch(method, params, ctx) as Awaited<Result>;
+    // Synchronous answers (memory store, plain identity) are not awaited: no other call can step
+    // in between the count and the dispatch.
+    let who = identity(ctx);
+    if (isPromise(who)) who = await who;
+    const caller = callerKey(who, ipv6Subnet);
+    const key = joinKey(method, caller);
+    if (match === 'pattern' && patternLimiter !== undefined) {
+      let refused = admitPatternMethod(patternLimiter, method, params, ctx, key, caller);
+      if (isPromise(refused)) refused = await refused;
+      if (refused !== undefined) throw refused;
+    }
+    let d = limiter.consume(key);
+    if (isPromise(d)) d = await d;
+    const refused = verdict(method, params, ctx, key, d, quota);
+    if (refused !== undefined) throw refused;
+    return dispatch(method, params, ctx) as Awaited<Result>;
   };
 
+  function close(): MaybePromise<void> {
+    const closing = [limiter.close(), patternLimiter?.close()].filter(isPromise);
+    return closing.length === 0 ? undefined : Promise.all(closing).then(() => undefined);
+  }
+
   return Object.assign(guarded, {
-    matches: (method: string) => typeof method === 'string' && matches(method),
+    matches: (method: string) =>
+      methodProblem(method) === undefined && classify(method) !== undefined,
     keyOf,
     limiter,
-    close: () => limiter.close(),
+    patternLimiter,
+    close,
   });
 }

@@ -44,6 +44,17 @@ describe('bad options fail at construction with stable codes', () => {
     ['dryRun "yes"', { dryRun: 'yes' }, 'ERR_PORTCULLIS_DRY_RUN'],
     ['onLimited true', { onLimited: true }, 'ERR_PORTCULLIS_ON_LIMITED'],
     ['name ""', { name: '' }, 'ERR_PORTCULLIS_NAME'],
+    ['ipv6Subnet 0', { ipv6Subnet: 0 }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
+    ['ipv6Subnet 129', { ipv6Subnet: 129 }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
+    ['ipv6Subnet 56.5', { ipv6Subnet: 56.5 }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
+    ['ipv6Subnet true', { ipv6Subnet: true }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
+    ['ipv6Subnet "64"', { ipv6Subnet: '64' }, 'ERR_PORTCULLIS_IPV6_SUBNET'],
+    ['maxPatternMethods 0', { maxPatternMethods: 0 }, 'ERR_PORTCULLIS_MAX_PATTERN_METHODS'],
+    [
+      'maxPatternMethods NaN',
+      { maxPatternMethods: Number.NaN },
+      'ERR_PORTCULLIS_MAX_PATTERN_METHODS',
+    ],
     ['unknown option', { maxAttempts: 3 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
     ['options not an object', 30, 'ERR_PORTCULLIS_INVALID_OPTIONS'],
   ])('withMethodQuotas: %s', (_label, options, code) => {
@@ -56,6 +67,9 @@ describe('bad options fail at construction with stable codes', () => {
     );
     expect(() => withMethodQuotas(dispatch, { limit: 0 })).toThrow(
       'withMethodQuotas: option "limit" must be an integer ≥ 1, got 0',
+    );
+    expect(() => withMethodQuotas(dispatch, { ipv6Subnet: 0 })).toThrow(
+      'withMethodQuotas: option "ipv6Subnet" must be an integer from 1 to 128 or false, got 0',
     );
   });
 
@@ -92,6 +106,14 @@ describe('bad options fail at construction with stable codes', () => {
     ['no scheduler', {}, 'ERR_PORTCULLIS_SCHEDULER'],
     ['scheduler without request', { scheduler: {} }, 'ERR_PORTCULLIS_SCHEDULER'],
     ['method ""', { scheduler, method: '' }, 'ERR_PORTCULLIS_METHOD'],
+    ['maxReasonLength 0', { scheduler, maxReasonLength: 0 }, 'ERR_PORTCULLIS_MAX_REASON_LENGTH'],
+    [
+      'maxReasonLength 100 000',
+      { scheduler, maxReasonLength: 100_000 },
+      'ERR_PORTCULLIS_MAX_REASON_LENGTH',
+    ],
+    ['maxReasons 0', { scheduler, maxReasons: 0 }, 'ERR_PORTCULLIS_MAX_REASONS'],
+    ['maxReasons "16"', { scheduler, maxReasons: '16' }, 'ERR_PORTCULLIS_MAX_REASONS'],
     ['unknown option', { scheduler, cooldownMs: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
   ])('withRestartRequests: %s', (_label, options, code) => {
     expect(codeOf(() => withRestartRequests(dispatch, options as never))).toBe(code);
@@ -104,9 +126,19 @@ describe('bad options fail at construction with stable codes', () => {
         limit: 1,
         windowMs: 1,
         dryRun: false,
+        ipv6Subnet: false,
+        maxPatternMethods: 1,
       }).close(),
     ).not.toThrow();
     expect(() => withSessionCreationLimit(dispatch, { limit: 1, windowMs: 1 })).not.toThrow();
     expect(() => withRestartRequests(dispatch, { scheduler: scheduler as never })).not.toThrow();
+    expect(() =>
+      withRestartRequests(dispatch, {
+        scheduler: scheduler as never,
+        maxReasons: 1,
+        maxReasonLength: 1,
+      }),
+    ).not.toThrow();
+    expect(() => withMethodQuotas(dispatch, { ipv6Subnet: 128 }).close()).not.toThrow();
   });
 });

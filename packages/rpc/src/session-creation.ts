@@ -1,13 +1,15 @@
 import {
   type Clock,
-  type Logger,
-  type Timers,
   createSessionCreationLimiter,
   isPromise,
+  type Logger,
   PortcullisConfigError,
   parseOptions,
   type SessionCreationLimiter,
+  type Timers,
 } from '@portcullis/core';
+import { safeLogger } from './callbacks.js';
+import { checkMethod } from './method-name.js';
 import { compileMethodPatterns, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
 import { boolean, checkDispatch, func, integer, withMethods } from './validate.js';
@@ -37,16 +39,17 @@ export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown> {
   timers?: Timers;
   /** Never refuse; log what would have been refused. @default false */
   dryRun?: boolean;
-  /** Receives the dry-run warnings. */
+  /** Receives the dry-run warnings. A logger that throws is caught (then a process warning). */
   logger?: Logger;
 }
 
 /** A dispatcher wrapped by {@link withSessionCreationLimit}. */
 export interface SessionCreationDispatcher<Params = unknown, Ctx = unknown, Result = unknown> {
   /**
-   * Dispatches the call; a session-opening call for an unknown session first spends one creation,
-   * or throws core's `Error` (`ACP session creation rate limit exceeded for <method>; retry after
-   * <n>s.`) without calling the inner dispatcher.
+   * Dispatches the call; always returns a promise. A session-opening call for an unknown session
+   * first spends one creation, or rejects with core's `Error` (`ACP session creation rate limit
+   * exceeded for <method>; retry after <n>s.`) without calling the inner dispatcher. A method that
+   * is not a usable name rejects with an `INVALID_REQUEST` `PortcullisRpcError`, never dispatched.
    */
   (method: string, params: Params, ctx: Ctx): Wrapped<Result>;
   /** The limiter charged (its state lives as long as it does). */
@@ -70,8 +73,9 @@ const sessionSpec = {
 /**
  * Wires core's session-creation limiter (DESIGN 3.6) into a dispatcher: a call of a
  * session-opening method is charged one creation unless `isKnown` says it re-opens an existing
- * session, which is free. When the window is spent the call fails with core's plain `Error`, whose
- * message is exactly `ACP session creation rate limit exceeded for <method>; retry after <n>s.`
+ * session, which is free. When the window is spent the call is rejected with core's plain `Error`,
+ * whose message is exactly `ACP session creation rate limit exceeded for <method>; retry after <n>s.`
+ * The wrapped dispatcher always returns a promise; nothing is thrown synchronously.
  * @param dispatch the dispatcher to protect
  * @param options see {@link SessionCreationLimitOptions}
  * @throws {PortcullisConfigError} for a wrong or unknown option (`ERR_PORTCULLIS_*`)
@@ -106,30 +110,25 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
       ...(o.clock !== undefined && { clock: o.clock }),
       ...(o.timers !== undefined && { timers: o.timers }),
       ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-      ...(o.logger !== undefined && { logger: o.logger }),
+      ...(o.logger !== undefined && { logger: safeLogger(o.logger) }),
     });
   const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
   const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];
 
-  function proceed(method: string, params: Params, ctx: Ctx, known: boolean): Result {
-    if (!known) limiter.consume(method);
-    return dispatch(method, params, ctx);
-  }
-
-  const guarded = function sessionCreationDispatch(
+  const guarded = async function sessionCreationDispatch(
     method: string,
     params: Params,
     ctx: Ctx,
-  ): Wrapped<Result> {
-    if (typeof method !== 'string' || !matches(method)) return dispatch(method, params, ctx);
-    if (isKnown === undefined) return proceed(method, params, ctx, false);
-    const known = isKnown(params, ctx, method);
-    if (isPromise(known)) {
-      return known.then((k) => proceed(method, params, ctx, k === true)) as Promise<
-        Awaited<Result>
-      >;
+  ): Promise<Awaited<Result>> {
+    checkMethod(method);
+    if (matches(method)) {
+      // An error of isKnown fails the call before anything is charged. A synchronous answer is
+      // not awaited, so check, charge and dispatch stay one step (no other call in between).
+      let known = isKnown === undefined ? false : isKnown(params, ctx, method);
+      if (isPromise(known)) known = await known;
+      if (known !== true) limiter.consume(method);
     }
-    return proceed(method, params, ctx, known === true);
+    return dispatch(method, params, ctx) as Awaited<Result>;
   };
 
   return Object.assign(guarded, { limiter });

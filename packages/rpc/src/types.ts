@@ -9,7 +9,8 @@ export type Dispatcher<Params = unknown, Ctx = unknown, Result = unknown> = (
 ) => Result;
 
 /**
- * What a wrapped dispatcher returns: the inner dispatcher's own result when every step was
- * synchronous (memory store, synchronous hooks), or a promise of it when a step was asynchronous.
+ * What a wrapped dispatcher returns: always a promise of the inner dispatcher's result. Every
+ * refusal, and every error of the inner dispatcher (thrown or rejected), is a rejection of it;
+ * a wrapper never throws synchronously.
  */
-export type Wrapped<Result> = Result | Promise<Awaited<Result>>;
+export type Wrapped<Result> = Promise<Awaited<Result>>;

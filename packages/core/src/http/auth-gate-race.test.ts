@@ -19,6 +19,7 @@ function laggingStore(): Store {
     checkFailures: (key: string, rule: FailureRule) => later(() => inner.checkFailures(key, rule)),
     recordFailure: (key: string, rule: FailureRule): Promise<FailureDecision> =>
       later(() => inner.recordFailure(key, rule)),
+    recordSuccess: (key, rule) => later(() => inner.recordSuccess(key, rule)),
     delete: (key: string) => later(() => inner.delete(key)),
     size: () => later(() => inner.size()),
     close: () => later(() => inner.close()),

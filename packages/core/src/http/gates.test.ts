@@ -107,6 +107,7 @@ describe('createAuthGate', () => {
       peek: () => broken,
       checkFailures: () => Promise.resolve(broken),
       recordFailure: () => Promise.resolve(broken),
+      recordSuccess: () => Promise.resolve(broken),
       delete: () => undefined,
       size: () => 0,
       close: () => undefined,

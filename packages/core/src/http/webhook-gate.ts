@@ -103,7 +103,9 @@ export function createWebhookGate<Req>(
     // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
     const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
     if (checkOutcome(outcome) === 'ok') {
-      return mapMaybe(limiter.recordSuccess(subject), (d) => ({ ok: true, decision: d }));
+      // The webhook contract: a right token resets the sender and passes, even during a lockout
+      // (the sender proved it holds the secret). Unlike the auth gate, this is a reset.
+      return mapMaybe(limiter.reset(subject), (d) => ({ ok: true, decision: d }));
     }
     // The failure path (DESIGN 3.1): a locked-out sender is refused uncounted; otherwise the
     // failure is counted and answered 401, even the one that starts the lockout.

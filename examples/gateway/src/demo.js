@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // `npm run demo`: a guided tour of every limit, one line per step with what was sent and what came
-// back. By default it starts its own gateway in-process (gateway.json, a free port, the lockout
-// shortened to 5 s so the tour can show one ending); `--url` points it at a running gateway
+// back (colour on a terminal; `--json` prints the exact frames and bodies instead). By default it
+// starts its own gateway in-process (gateway.json, a free port, the lockout shortened to 5 s so
+// the tour can show one ending), which stops with the demo; `--url` points it at a running gateway
 // instead. Exit code 0 when every step showed what it should, 1 otherwise (CI runs it).
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -44,6 +45,22 @@ function show(value) {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** @param {number} ms */
+const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/**
+ * What a step says: `text` for people (what was sent → what came back), `json` with the exact
+ * frames and bodies (`--json`).
+ * @typedef {{ text: string, json: string }} Said
+ */
+
+/** ANSI colours, or none. */
+function palette(/** @type {boolean} */ on) {
+  const c = (/** @type {string} */ code) => (/** @type {string} */ t) =>
+    on ? `\x1b[${code}m${t}\x1b[0m` : t;
+  return { green: c('32'), red: c('31'), yellow: c('33'), dim: c('2'), bold: c('1') };
+}
+
 /**
  * @typedef {object} StepResult
  * @property {string} title
@@ -59,12 +76,20 @@ function show(value) {
  *   write?: (text: string) => void,
  *   verbose?: boolean,
  *   lockoutMs?: number,
+ *   json?: boolean,
+ *   colour?: boolean,
  * }} [options] `url`: a running gateway (`http://127.0.0.1:18789`); without it one is started
- *   in-process from `configPath` (default gateway.json) with `lockoutMs` (default 5 s)
+ *   in-process from `configPath` (default gateway.json) with `lockoutMs` (default 5 s). `json`:
+ *   each step with the exact frames and bodies; `colour`: ANSI colours (for a terminal)
  * @returns {Promise<{ ok: boolean, steps: StepResult[], elapsedMs: number }>}
  */
 export async function runDemo(options = {}) {
   const write = options.write ?? ((text) => process.stdout.write(text));
+  const json = options.json === true;
+  const paint = palette(options.colour === true && !json);
+  const arrow = paint.dim('→');
+  /** `sent → got`, for people. */
+  const said = (/** @type {string} */ sent, /** @type {string} */ got) => `${sent} ${arrow} ${got}`;
   const started = performance.now();
   const configPath = options.configPath ?? DEFAULT_CONFIG;
   /** @type {GatewayConfig} */
@@ -96,7 +121,13 @@ export async function runDemo(options = {}) {
   const deviceId = `demo-${run}`;
 
   write(
-    `Portcullis demo — gateway ${wsUrl} (${inProcess ? `in-process from ${configPath}, lockout shortened to ${rl.lockoutMs / 1000} s` : 'running elsewhere'})\n`,
+    json
+      ? `Portcullis demo — gateway ${wsUrl} (${inProcess ? `in-process from ${configPath}, lockout shortened to ${rl.lockoutMs / 1000} s` : 'running elsewhere'})\n`
+      : `${paint.bold('Portcullis demo')} against ${
+          inProcess
+            ? `its own in-process gateway (${relative(process.cwd(), configPath) || configPath}, lockout shortened to ${rl.lockoutMs / 1000} s; it stops with the demo)`
+            : `the gateway at ${httpUrl}`
+        }\n`,
   );
 
   /** @type {StepResult[]} */
@@ -105,24 +136,33 @@ export async function runDemo(options = {}) {
 
   /**
    * @param {string} title
-   * @param {() => Promise<string | { skip: string }>} fn resolves to "sent … → got …"
+   * @param {() => Promise<Said | { skip: string }>} fn resolves to what was sent and what came back
    */
   async function step(title, fn) {
     const n = `${String(steps.length + 1).padStart(2)}/${TOTAL}`;
+    const name = json ? title : paint.bold(title);
     /** @type {StepResult} */
     let result;
     try {
-      const said = await fn();
+      const out = await fn();
       result =
-        typeof said === 'string'
-          ? { title, outcome: 'pass', line: `${n} ✓ ${title}: ${said}` }
-          : { title, outcome: 'skip', line: `${n} - ${title}: skipped (${said.skip})` };
+        'skip' in out
+          ? {
+              title,
+              outcome: 'skip',
+              line: `${n} ${paint.yellow('-')} ${name}: skipped (${out.skip})`,
+            }
+          : {
+              title,
+              outcome: 'pass',
+              line: `${n} ${paint.green('✓')} ${name}: ${json ? out.json : out.text}`,
+            };
     } catch (error) {
       const why =
         error instanceof Mismatch
           ? error.message
           : `error: ${/** @type {Error} */ (error).message}`;
-      result = { title, outcome: 'fail', line: `${n} ✗ ${title}: ${why}` };
+      result = { title, outcome: 'fail', line: `${n} ${paint.red('✗')} ${name}: ${why}` };
     }
     steps.push(result);
     write(`${result.line}\n`);
@@ -165,7 +205,13 @@ export async function runDemo(options = {}) {
       );
       expect(r.close?.code === 1008, 'close 1008', r.close);
       lastLockoutMs = retryAfterMs;
-      return `sent ${max} wrong tokens as a page (Origin ${evil}), then the right one → ${max} × AUTH_INVALID (close 1008), then ${show(r.frame)} + close ${r.close?.code}`;
+      return {
+        json: `sent ${max} wrong tokens as a page (Origin ${evil}), then the right one → ${max} × AUTH_INVALID (close 1008), then ${show(r.frame)} + close ${r.close?.code}`,
+        text: said(
+          `${max} wrong tokens, then the right one, as page ${evil}`,
+          `${max} × AUTH_INVALID, then AUTH_RATE_LIMITED: retry in ${seconds(retryAfterMs)} (close ${r.close?.code})`,
+        ),
+      };
     });
 
     await step('lockout logged', async () => {
@@ -184,7 +230,13 @@ export async function runDemo(options = {}) {
         `a warn line with AUTH_RATE_LIMITED, scope and key browser-origin:${evil}`,
       );
       const { time: _, ...entry } = JSON.parse(line);
-      return `gateway log ← ${show(entry)}`;
+      return {
+        json: `gateway log ← ${show(entry)}`,
+        text: said(
+          'the lockout',
+          `one warning in the gateway's log: ${entry.code} ${entry.limiter} scope=${entry.scope} key=${entry.key} for ${seconds(entry.lockoutMs)}`,
+        ),
+      };
     });
 
     await step('loopback CLI unaffected', async () => {
@@ -205,7 +257,13 @@ export async function runDemo(options = {}) {
         r.frame,
       );
       r.client.close();
-      return `sent ${tries} wrong tokens from 127.0.0.1 without Origin (a direct-local CLI), then the right one → ${tries} × AUTH_INVALID, never locked; then hello-ok ${show(r.frame.payload.auth)}`;
+      return {
+        json: `sent ${tries} wrong tokens from 127.0.0.1 without Origin (a direct-local CLI), then the right one → ${tries} × AUTH_INVALID, never locked; then hello-ok ${show(r.frame.payload.auth)}`,
+        text: said(
+          `${tries} wrong tokens, then the right one, from 127.0.0.1 without Origin (a local CLI)`,
+          `${tries} × AUTH_INVALID, never locked out, then hello-ok (exempt)`,
+        ),
+      };
     });
 
     await step('two browser origins, separate buckets', async () => {
@@ -220,7 +278,10 @@ export async function runDemo(options = {}) {
       );
       lastLockoutMs = still.frame.error.retryAfterMs;
       lockoutEndsAt = performance.now() + lastLockoutMs;
-      return `right token from Origin ${app} → hello-ok; from ${evil} → still AUTH_RATE_LIMITED (retryAfterMs ${lastLockoutMs})`;
+      return {
+        json: `right token from Origin ${app} → hello-ok; from ${evil} → still AUTH_RATE_LIMITED (retryAfterMs ${lastLockoutMs})`,
+        text: `${said(`the right token from page ${app}`, 'hello-ok')}; ${said(`from ${evil}`, `still AUTH_RATE_LIMITED (${seconds(lastLockoutMs)} left)`)}`,
+      };
     });
 
     await step('credential classes are independent', async () => {
@@ -233,7 +294,13 @@ export async function runDemo(options = {}) {
         r.frame,
       );
       r.client.close();
-      return `the locked-out page (${evil}) sends the password instead → hello-ok ${show(r.frame.payload.auth)}: its shared-secret lockout does not touch the password class`;
+      return {
+        json: `the locked-out page (${evil}) sends the password instead → hello-ok ${show(r.frame.payload.auth)}: its shared-secret lockout does not touch the password class`,
+        text: said(
+          `the password from the locked-out page ${evil}`,
+          'hello-ok: its token lockout does not touch the password',
+        ),
+      };
     });
 
     await step('webhook 429 with Retry-After', async () => {
@@ -268,7 +335,14 @@ export async function runDemo(options = {}) {
       );
       const again = await post(hookToken);
       expect(again.status === 202, 'the right token still → 202 (and resets)', again.status);
-      return `POST ${url.slice(httpUrl.length)}: right token → 202 (resets), ${limit} wrong → 401 each, wrong #${limit + 1} → ${limited.status} Retry-After: ${retryAfter} "${body}"; right token again → ${again.status}`;
+      const path = url.slice(httpUrl.length);
+      return {
+        json: `POST ${path}: right token → 202 (resets), ${limit} wrong → 401 each, wrong #${limit + 1} → ${limited.status} Retry-After: ${retryAfter} "${body}"; right token again → ${again.status}`,
+        text: said(
+          `POST ${path} with the right token, ${limit} wrong ones, 1 more wrong, the right one`,
+          `202, ${limit} × 401, ${limited.status} Too Many Requests (Retry-After: ${retryAfter}), ${again.status}`,
+        ),
+      };
     });
 
     await step('config.patch × 31', async () => {
@@ -298,7 +372,10 @@ export async function runDemo(options = {}) {
       );
       const other = await cli.request('plugins.setEnabled', { id: 'voice-call', enabled: true });
       expect(other.ok === true, 'plugins.setEnabled (its own bucket) → ok', other);
-      return `sent ${limit + 1} × config.patch {"patch":{"gateway":{"name":…}}} as device ${deviceId} → ${limit} × ok, then ${show(res.error)}; plugins.setEnabled (own bucket) → ok`;
+      return {
+        json: `sent ${limit + 1} × config.patch {"patch":{"gateway":{"name":…}}} as device ${deviceId} → ${limit} × ok, then ${show(res.error)}; plugins.setEnabled (own bucket) → ok`,
+        text: `${said(`${limit + 1} × config.patch as device ${deviceId}`, `${limit} × ok, then UNAVAILABLE "${res.error.message}"`)}; ${said('plugins.setEnabled', 'ok (its own bucket)')}`,
+      };
     });
 
     await step('session-creation burst', async () => {
@@ -343,7 +420,10 @@ export async function runDemo(options = {}) {
         're-opening a known id → ok, created false',
         reopen,
       );
-      return `sent ${created + 1} × ${SESSION_METHOD} with new ids → ${created} created, then ${show(refused.error)}; re-opening s-${run}-1 → ok ${show(reopen.payload)} (free)`;
+      return {
+        json: `sent ${created + 1} × ${SESSION_METHOD} with new ids → ${created} created, then ${show(refused.error)}; re-opening s-${run}-1 → ok ${show(reopen.payload)} (free)`,
+        text: `${said(`${created + 1} × ${SESSION_METHOD} with new ids`, `${created} created, then UNAVAILABLE "${msg}"`)}; ${said(`re-opening s-${run}-1`, 'ok (free)')}`,
+      };
     });
 
     await step('restart requests coalesce, then the cooldown', async () => {
@@ -372,7 +452,13 @@ export async function runDemo(options = {}) {
       if (!inProcess && a1.delayMs > 5_000) {
         // An earlier restart's cooldown is in force: that is the limit; do not wait it out.
         expect(a1.coalesced || a1.cooldownMsApplied > 0, 'the cooldown applied', a1);
-        return `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice: one restart, due after the cooldown of an earlier restart (not waited for)`;
+        return {
+          json: `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice: one restart, due after the cooldown of an earlier restart (not waited for)`,
+          text: said(
+            `3 × gateway.restart.request (delay ${delayMs} ms)`,
+            `one restart, due in ${seconds(a1.delayMs)} after an earlier restart's cooldown (not waited for); 2 coalesced`,
+          ),
+        };
       }
       const event = await c.nextEvent('gateway.restarted', a1.delayMs + 5_000);
       const reasons = event.payload.reasons;
@@ -389,7 +475,10 @@ export async function runDemo(options = {}) {
         'a 4th request scheduled after the cooldown',
         a4,
       );
-      return `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice; one gateway.restarted event (restart #${event.payload.restarts}, ${reasons.length} reasons); a 4th → ${show(a4.payload)} (cooldown)`;
+      return {
+        json: `sent 3 × gateway.restart.request {"delayMs":${delayMs}} → ${show(a1)}, then coalesced:true twice; one gateway.restarted event (restart #${event.payload.restarts}, ${reasons.length} reasons); a 4th → ${show(a4.payload)} (cooldown)`,
+        text: `${said(`3 × gateway.restart.request (delay ${delayMs} ms)`, `one restart, 2 coalesced into it, done with ${reasons.length} reasons`)}; ${said('a 4th', `scheduled in ${seconds(a4.payload.delayMs)} (cooldown ${seconds(a4.payload.cooldownMsApplied)})`)}`,
+      };
     });
 
     await step('status page data', async () => {
@@ -427,7 +516,15 @@ export async function runDemo(options = {}) {
         (/** @type {{ key: string }} */ b) => b.key === blockedKey,
       );
       expect(quota !== undefined, `a blocked control-plane bucket ${blockedKey}`, s.quotas);
-      return `GET /status.json → lockouts auth-browser ${browser.key} (${browser.untilMs} ms left), webhook lockout of 127.0.0.1 in the refused list; blocked ${blockedKey}; ${s.refused.length} refused decisions listed; live at ${httpUrl}/status`;
+      // The in-process gateway stops with the demo: no link to it.
+      const live = inProcess ? '' : `; live at ${httpUrl}/status`;
+      return {
+        json: `GET /status.json → lockouts auth-browser ${browser.key} (${browser.untilMs} ms left), webhook lockout of 127.0.0.1 in the refused list; blocked ${blockedKey}; ${s.refused.length} refused decisions listed${live}`,
+        text: said(
+          'GET /status.json',
+          `the page's lockout (${seconds(browser.untilMs)} left), the webhook lockout, the blocked config.patch bucket, ${s.refused.length} refusals${live}`,
+        ),
+      };
     });
 
     await step('a lockout ends', async () => {
@@ -438,7 +535,13 @@ export async function runDemo(options = {}) {
       const r = await connect(wsUrl, { origin: evil, auth: { token } });
       expect(r.frame.ok === true, `hello-ok for ${evil} once its lockout is over`, r.frame);
       r.client.close();
-      return `waited ${waitMs} ms more for the ${lastLockoutMs} ms lockout to end, right token from ${evil} → hello-ok`;
+      return {
+        json: `waited ${waitMs} ms more for the ${lastLockoutMs} ms lockout to end, right token from ${evil} → hello-ok`,
+        text: said(
+          `after waiting ${seconds(waitMs)} for the lockout to end, the right token from ${evil}`,
+          'hello-ok',
+        ),
+      };
     });
   } finally {
     cli?.close();
@@ -448,9 +551,16 @@ export async function runDemo(options = {}) {
   const failed = steps.filter((s) => s.outcome === 'fail').length;
   const skipped = steps.filter((s) => s.outcome === 'skip').length;
   const elapsedMs = Math.round(performance.now() - started);
+  const verdict = failed === 0 ? paint.green('demo passed') : paint.red('demo FAILED');
   write(
-    `${failed === 0 ? 'demo passed' : 'demo FAILED'}: ${steps.length - failed - skipped} passed, ${failed} failed, ${skipped} skipped in ${(elapsedMs / 1000).toFixed(1)} s\n`,
+    `${verdict}: ${steps.length - failed - skipped} passed, ${failed} failed, ${skipped} skipped in ${(elapsedMs / 1000).toFixed(1)} s\n`,
   );
+  if (!json)
+    write(
+      inProcess
+        ? `its gateway has stopped; to watch the limits on a page, run ${paint.bold('npm start')}, open http://127.0.0.1:18789/status and run ${paint.bold('npm run demo -- --url http://127.0.0.1:18789')}\n`
+        : `watch it live: ${httpUrl}/status\n`,
+    );
   return { ok: failed === 0, steps, elapsedMs };
 }
 
@@ -463,6 +573,7 @@ async function main() {
         url: { type: 'string' },
         config: { type: 'string' },
         verbose: { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -473,8 +584,9 @@ async function main() {
   }
   if (values.help) {
     process.stdout.write(
-      'usage: npm run demo -- [--url http://127.0.0.1:18789] [--config path] [--verbose]\n' +
-        '  without --url the demo starts its own gateway in-process (lockout shortened to 5 s)\n',
+      'usage: npm run demo -- [--url http://127.0.0.1:18789] [--config path] [--verbose] [--json]\n' +
+        '  without --url the demo starts its own gateway in-process (lockout shortened to 5 s)\n' +
+        '  --json prints the exact frames and bodies of each step\n',
     );
     return;
   }
@@ -482,6 +594,8 @@ async function main() {
     ...(values.url !== undefined && { url: values.url }),
     ...(values.config !== undefined && { configPath: resolve(values.config) }),
     verbose: values.verbose === true,
+    json: values.json === true,
+    colour: process.stdout.isTTY === true && !process.env.NO_COLOR,
   });
   process.exitCode = result.ok ? 0 : 1;
 }

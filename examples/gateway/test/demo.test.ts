@@ -1,13 +1,17 @@
 // `npm run demo`, end to end: the in-process gateway, real sockets and real time (the lockout is
 // shortened to 5 s so the tour can show one ending). Every step must pass and say what it showed.
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../src/demo.js';
+import { DEFAULT_CONFIG } from '../src/main.js';
 import { startGateway, testConfig } from './helpers.js';
 
 describe('npm run demo', () => {
-  it('walks through every limit in under 30 s and passes', { timeout: 60_000 }, async () => {
+  it('walks through every limit in under 30 s and passes (--json: the exact frames)', {
+    timeout: 60_000,
+  }, async () => {
     let out = '';
-    const result = await runDemo({ write: (text) => (out += text) });
+    const result = await runDemo({ json: true, write: (text) => (out += text) });
     const lines = out.trimEnd().split('\n');
     expect(result.steps.map((s) => [s.title, s.outcome])).toEqual([
       ['brute force from a browser page', 'pass'],
@@ -46,6 +50,55 @@ describe('npm run demo', () => {
       '→ {"coalesced":false,"delayMs":250,"cooldownMsApplied":0}, then coalesced:true twice; one gateway.restarted event',
     );
     expect(lines[12]).toMatch(/^demo passed: 11 passed, 0 failed, 0 skipped in \d+\.\d s$/);
+    // The in-process gateway stops with the demo: no link to it.
+    expect(out).not.toContain('/status ');
+    expect(out).not.toMatch(/live at/);
+  });
+
+  it('prints one readable line per step, what was sent → what came back', {
+    timeout: 60_000,
+  }, async () => {
+    let out = '';
+    const result = await runDemo({ write: (text) => (out += text) });
+    expect(result.ok).toBe(true);
+    const lines = out.trimEnd().split('\n');
+    expect(lines).toHaveLength(14);
+    expect(lines[0]).toBe(
+      'Portcullis demo against its own in-process gateway (examples/gateway/gateway.json, lockout shortened to 5 s; it stops with the demo)'.replace(
+        'examples/gateway/gateway.json',
+        relative(process.cwd(), DEFAULT_CONFIG),
+      ),
+    );
+    for (const line of lines.slice(1, 12)) {
+      expect(line).toMatch(/^[ \d]\d\/11 ✓ [^:]+: .+ → .+$/);
+      expect(line).not.toContain('{"'); // no JSON
+      expect(line).not.toContain('\x1b['); // no colour unless asked for
+    }
+    expect(lines[1]).toMatch(
+      /^ 1\/11 ✓ brute force from a browser page: 10 wrong tokens, then the right one, as page http:\/\/evil-\w+\.localhost:5173 → 10 × AUTH_INVALID, then AUTH_RATE_LIMITED: retry in 5\.0 s \(close 1008\)$/,
+    );
+    expect(lines[6]).toMatch(/→ 202, 20 × 401, 429 Too Many Requests \(Retry-After: 60\), 202$/);
+    expect(lines[12]).toMatch(/^demo passed: 11 passed, 0 failed, 0 skipped in \d+\.\d s$/);
+    // No link to the gateway that stopped with the demo; how to get one that stays.
+    expect(lines.slice(0, 13).join('\n')).not.toMatch(/http:\/\/127\.0\.0\.1:\d+/);
+    expect(lines[13]).toBe(
+      'its gateway has stopped; to watch the limits on a page, run npm start, open http://127.0.0.1:18789/status and run npm run demo -- --url http://127.0.0.1:18789',
+    );
+  });
+
+  it('colours its marks on a terminal; links the status page of a gateway that stays', {
+    timeout: 60_000,
+  }, async () => {
+    const g = await startGateway();
+    try {
+      let out = '';
+      await runDemo({ url: g.url, colour: true, write: (text) => (out += text) });
+      expect(out).toContain('\x1b[32m✓\x1b[0m');
+      expect(out).toContain('\x1b[1mbrute force from a browser page\x1b[0m');
+      expect(out.trimEnd().split('\n').at(-1)).toBe(`watch it live: ${g.url}/status`);
+    } finally {
+      await g.close();
+    }
   });
 
   it('reports a step that does not show what it should (exit code 1)', {
@@ -57,7 +110,7 @@ describe('npm run demo', () => {
     });
     try {
       let out = '';
-      const result = await runDemo({ url: g.url, write: (text) => (out += text) });
+      const result = await runDemo({ url: g.url, json: true, write: (text) => (out += text) });
       expect(result.ok).toBe(false);
       expect(result.steps[0]).toEqual({
         title: 'brute force from a browser page',

@@ -1,3 +1,4 @@
+import { safeLogger } from './safe-call.js';
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecision } from './events.js';
@@ -7,6 +8,7 @@ import { limiterStore } from './limiter-store.js';
 import type { MemoryStore } from './memory-store.js';
 import {
   boolean,
+  duration,
   either,
   integer,
   nonEmptyString,
@@ -102,10 +104,11 @@ export function refusedUncounted(d: Decision): boolean {
   return uncounted.has(d);
 }
 
-const failureLimiterSpec = {
+/** The options of {@link createFailureLimiter}, checked the same way wherever they are accepted (gates take them flat). */
+export const failureLimiterSpec = {
   maxAttempts: integer(1),
-  windowMs: integer(1),
-  lockoutMs: integer(1),
+  windowMs: duration(1),
+  lockoutMs: duration(1),
   exemptLoopback: boolean,
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   maxEntries: integer(1),
@@ -177,7 +180,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
   };
   // A private store needs no namespace; a shared one gets the limiter's name in every key.
   const { store, own: ownStore, namespace } = limiterStore(o, config.name, 'createFailureLimiter');
-  const logger = o.logger;
+  const logger = safeLogger(o.logger);
 
   function subjectOf(subject: Subject): ResolvedSubject {
     const raw = typeof subject === 'string' ? subject : subject?.key;

@@ -40,7 +40,7 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
     const app = await fw.build({
       auth: {
         verify: checkToken,
-        ...(auth.limiter === undefined && { options: { clock, timers: clock } }),
+        ...(auth.limiter === undefined && { clock, timers: clock }),
         ...(behindProxy && { trustedProxies: ['127.0.0.1'] }),
         ...auth,
       },
@@ -199,7 +199,10 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
       auth: {
         verify: checkToken,
         trustedProxies: ['127.0.0.1'],
-        options: { maxAttempts: 3, lockoutMs: 10_000, clock, timers: clock },
+        maxAttempts: 3,
+        lockoutMs: 10_000,
+        clock,
+        timers: clock,
       },
     });
     apps.push(app);
@@ -245,7 +248,7 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
     it('does not exempt anyone when exemptLoopback is off', async () => {
       clock = manualClock(T0);
       const app = await fw.build({
-        auth: { verify: checkToken, options: { exemptLoopback: false, clock, timers: clock } },
+        auth: { verify: checkToken, exemptLoopback: false, clock, timers: clock },
       });
       apps.push(app);
       await fail(app, undefined, 10);
@@ -264,16 +267,27 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
       expect((await login(app, undefined, 'right', { origin: 'http://good.example' })).status).toBe(
         200,
       );
-      expect(
-        (await login(app, undefined, 'right', { origin: 'http://evil.example:8080' })).status,
-      ).toBe(200);
+      // Another origin of the same site shares the site's budget, which the ten failures spent.
+      await expectLocked(app, undefined, 'right', 300_000, { origin: 'http://evil.example:8080' });
       expect((await login(app, undefined, 'right')).status).toBe(200);
     });
 
-    it('from loopback: opaque origins share one bucket', async () => {
+    it('from loopback: opaque origins are keyed by their own text', async () => {
       const app = await start({}, false);
       await fail(app, undefined, 10, { origin: 'null' });
-      await expectLocked(app, undefined, 'right', 300_000, { origin: 'file://' });
+      await expectLocked(app, undefined, 'right', 300_000, { origin: 'null' });
+      const extension = { origin: 'chrome-extension://abcdefghijklmnop' };
+      expect((await login(app, undefined, 'right', extension)).status).toBe(200);
+    });
+
+    it('from loopback: one site minting subdomains shares one budget', async () => {
+      const app = await start({}, false);
+      for (let i = 0; i < 10; i++)
+        await fail(app, undefined, 1, { origin: `https://s${i}.evil.example` });
+      await expectLocked(app, undefined, 'right', 300_000, { origin: 'https://s99.evil.example' });
+      expect(
+        (await login(app, undefined, 'right', { origin: 'https://good.example' })).status,
+      ).toBe(200);
     });
 
     it('from elsewhere: keyed by client IP in the browser limiter, apart from non-browser requests', async () => {
@@ -294,7 +308,10 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
       auth: {
         verify: checkToken,
         trustedProxies: ['127.0.0.1'],
-        options: { dryRun: true, logger, clock, timers: clock },
+        dryRun: true,
+        logger,
+        clock,
+        timers: clock,
       },
     });
     apps.push(app);

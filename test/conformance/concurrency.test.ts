@@ -65,7 +65,7 @@ describe.each(frameworks)('concurrency — $name', (fw) => {
         auth: {
           verify: wrong,
           trustedProxies: ['127.0.0.1'],
-          ...(extra.limiter === undefined && { options: { clock, timers: clock } }),
+          ...(extra.limiter === undefined && { clock, timers: clock }),
           ...extra,
         },
       });
@@ -103,7 +103,7 @@ describe.each(frameworks)('concurrency — $name', (fw) => {
         webhook: {
           verify: wrong,
           trustedProxies: ['127.0.0.1'],
-          ...(extra.limiter === undefined && { options: { clock, timers: clock } }),
+          ...(extra.limiter === undefined && { clock, timers: clock }),
           ...extra,
         },
       });

@@ -22,13 +22,13 @@ const cases: [string, unknown, string, string][] = [
   ['rateLimit: trustedProxies "127.1"', { rateLimit: { trustedProxies: ['127.1'] } }, 'ERR_PORTCULLIS_TRUSTED_PROXIES', 'trustedProxies'],
   ['authGuard: no verify', { auth: {} }, 'ERR_PORTCULLIS_VERIFY', 'verify'],
   ['authGuard: unknown option', { auth: { verify, lockout: 5 } }, 'ERR_PORTCULLIS_UNKNOWN_OPTION', 'lockout'],
-  ['authGuard: maxAttempts 0', { auth: { verify, options: { maxAttempts: 0 } } }, 'ERR_PORTCULLIS_MAX_ATTEMPTS', 'maxAttempts'],
+  ['authGuard: maxAttempts 0', { auth: { verify, maxAttempts: 0 } }, 'ERR_PORTCULLIS_MAX_ATTEMPTS', 'maxAttempts'],
   ['authGuard: onLimited is not an authGuard option', { auth: { verify, onLimited: () => {} } }, 'ERR_PORTCULLIS_UNKNOWN_OPTION', 'onLimited'],
   ['authGuard: trustedProxies true', { auth: { verify, trustedProxies: true } }, 'ERR_PORTCULLIS_TRUSTED_PROXIES', 'trustedProxies'],
   ['authGuard: trustedProxies 0.0.0.0/0', { auth: { verify, trustedProxies: ['0.0.0.0/0'] } }, 'ERR_PORTCULLIS_TRUSTED_PROXIES', 'trustedProxies'],
   ['webhookGuard: no verify', { webhook: {} }, 'ERR_PORTCULLIS_VERIFY', 'verify'],
   ['webhookGuard: unknown option', { webhook: { verify, scope: 'x' } }, 'ERR_PORTCULLIS_UNKNOWN_OPTION', 'scope'],
-  ['webhookGuard: lockoutMs 1.5', { webhook: { verify, options: { lockoutMs: 1.5 } } }, 'ERR_PORTCULLIS_LOCKOUT_MS', 'lockoutMs'],
+  ['webhookGuard: lockoutMs 1.5', { webhook: { verify, lockoutMs: 1.5 } }, 'ERR_PORTCULLIS_LOCKOUT_MS', 'lockoutMs'],
   ['webhookGuard: trustedProxies true', { webhook: { verify, trustedProxies: true } }, 'ERR_PORTCULLIS_TRUSTED_PROXIES', 'trustedProxies'],
 ];
 

@@ -41,6 +41,10 @@ export class LaggingStore implements Store {
     return this.#later(() => this.#inner.recordFailure(key, rule));
   }
 
+  recordSuccess(key: string, rule: FailureRule): Promise<Decision> {
+    return this.#later(() => this.#inner.recordSuccess(key, rule));
+  }
+
   delete(key: string): Promise<void> {
     return this.#later(() => this.#inner.delete(key));
   }

@@ -26,7 +26,8 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
     app = await fw.build({
       webhook: {
         verify: checkToken,
-        options: { clock, timers: clock },
+        clock,
+        timers: clock,
         ...(behindProxy && { trustedProxies: ['127.0.0.1'] }),
         ...webhook,
       },
@@ -129,7 +130,10 @@ describe.each(frameworks)('webhookGuard — $name', (fw) => {
       webhook: {
         verify: async (req) => checkToken(req),
         trustedProxies: ['127.0.0.1'],
-        options: { maxAttempts: 2, lockoutMs: 5_000, clock, timers: clock },
+        maxAttempts: 2,
+        lockoutMs: 5_000,
+        clock,
+        timers: clock,
       },
     });
     await fail('203.0.113.9', 2);

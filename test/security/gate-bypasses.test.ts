@@ -28,7 +28,9 @@ function gate(extra: Record<string, unknown> = {}, maxAttempts = 10) {
   const clock = manualClock(1_000_000);
   const g = createAuthGate<Creds>({
     verify: (r) => (r.token === undefined ? 'missing' : r.token === 'right' ? 'ok' : 'invalid'),
-    options: { maxAttempts, clock, timers: clock },
+    maxAttempts,
+    clock,
+    timers: clock,
     ...extra,
   });
   return { clock, gate: g };
@@ -180,7 +182,10 @@ describe('browser keys have a store budget of their own', () => {
     const clock = manualClock(0);
     const g = createAuthGate<Creds>({
       verify: (r) => (r.token === 'right' ? 'ok' : 'invalid'),
-      options: { maxAttempts: 1, maxEntries: 50, clock, timers: clock },
+      maxAttempts: 1,
+      maxEntries: 50,
+      clock,
+      timers: clock,
       browserBudget: { perSite: 1_000_000, allOrigins: 1_000_000 },
     });
     // Every wrong guess locks its origin: the browser store fills with lockouts it may not evict.

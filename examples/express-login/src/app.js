@@ -29,13 +29,11 @@ export function createApp({ password = process.env.LOGIN_PASSWORD || DEMO_PASSWO
       scope: 'password',
       // 5 wrong passwords within a minute lock the client out for a minute. The gateway preset
       // (10 / 60 s / 5 min) exempts loopback; this demo does not, so you can see it on localhost.
-      options: {
-        maxAttempts: 5,
-        windowMs: 60_000,
-        lockoutMs: 60_000,
-        exemptLoopback: false,
-        ...time,
-      },
+      maxAttempts: 5,
+      windowMs: 60_000,
+      lockoutMs: 60_000,
+      exemptLoopback: false,
+      ...time,
       // Runs on every attempt, locked out or not: keep it cheap and constant-time.
       verify: (req) => {
         const given = req.body?.password;

@@ -43,7 +43,11 @@ app.post(
   '/login',
   authGuard({
     scope: 'password',
-    options: { store, maxAttempts: 5, windowMs: 60_000, lockoutMs: 60_000, exemptLoopback: false },
+    store,
+    maxAttempts: 5,
+    windowMs: 60_000,
+    lockoutMs: 60_000,
+    exemptLoopback: false,
     verify: (req) => {
       const given = req.get('authorization')?.replace(/^Bearer /, '');
       if (!given) return 'missing';

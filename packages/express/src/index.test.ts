@@ -34,7 +34,7 @@ describe.each([
       next();
     });
     a.use(rateLimit({ limit: 1, clock, timers: clock }));
-    a.use(authGuard({ verify: () => 'invalid', options: { clock, timers: clock } }));
+    a.use(authGuard({ verify: () => 'invalid', clock, timers: clock }));
     a.get('/', (_req, res) => {
       if (!res.headersSent) res.send('late');
     });

@@ -27,7 +27,7 @@ const request = (ip: string, headers: Record<string, string> = {}): RawRequest =
 /** A connect auth on a manual clock; `attempt` results are asserted to be synchronous. */
 function setup(options: ConnectAuthOptions = {}) {
   const clock = manualClock(5_000);
-  const auth = createConnectAuth({ options: { clock, timers: clock }, ...options });
+  const auth = createConnectAuth({ clock, timers: clock, ...options });
   const attempt = (
     req: RawRequest,
     outcome: 'ok' | 'invalid' | 'missing',
@@ -301,7 +301,8 @@ describe('createConnectAuth: over a real WebSocket', () => {
     const auth = createConnectAuth({
       scope: 'shared-secret',
       trustedProxies: ['127.0.0.1'],
-      options: { clock, timers: clock },
+      clock,
+      timers: clock,
     });
     server = http.createServer();
     wss = new WebSocketServer({ server });
@@ -354,10 +355,10 @@ describe('createConnectAuth: configuration and lifetime', () => {
       { verify: () => 'ok' },
       'ERR_PORTCULLIS_UNKNOWN_OPTION',
     ],
-    ['an unknown option', { lockoutMs: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
+    ['an unknown option', { lockoutMS: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
     [
-      'both limiter and options',
-      { limiter: createFailureLimiter(), options: {} },
+      'both limiter and limiter options',
+      { limiter: createFailureLimiter(), maxAttempts: 3 },
       'ERR_PORTCULLIS_LIMITER',
     ],
     ['a scope that is not a string', { scope: 42 }, 'ERR_PORTCULLIS_SCOPE'],

@@ -306,7 +306,8 @@ describe('guardUpgrade: hand-over to the WebSocketServer', () => {
     const handleUpgrade = vi.spyOn(wss, 'handleUpgrade').mockImplementation(() => undefined);
     guardUpgrade(server, wss, {
       verify: (req) => tokenOutcome(queryToken(req)),
-      options: { clock, timers: clock },
+      clock,
+      timers: clock,
     });
     const fakeRequest = (url: string) =>
       ({
@@ -457,10 +458,10 @@ describe('guardUpgrade: configuration', () => {
 
   it.each([
     ['missing verify', {}, 'ERR_PORTCULLIS_VERIFY'],
-    ['an unknown option', { verify, maxAttempts: 3 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
+    ['an unknown option', { verify, maxAttempt: 3 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
     [
       'both limiter and options',
-      { verify, limiter: createFailureLimiter(), options: {} },
+      { verify, limiter: createFailureLimiter(), maxAttempts: 3 },
       'ERR_PORTCULLIS_LIMITER',
     ],
     [
@@ -470,11 +471,7 @@ describe('guardUpgrade: configuration', () => {
     ],
     ['a non-function onRefused', { verify, onRefused: 1 }, 'ERR_PORTCULLIS_ON_REFUSED'],
     ['trustedProxies: true', { verify, trustedProxies: true }, 'ERR_PORTCULLIS_TRUSTED_PROXIES'],
-    [
-      'a bad limiter option',
-      { verify, options: { maxAttempts: 0 } },
-      'ERR_PORTCULLIS_MAX_ATTEMPTS',
-    ],
+    ['a bad limiter option', { verify, maxAttempts: 0 }, 'ERR_PORTCULLIS_MAX_ATTEMPTS'],
   ])('rejects %s at construction, attaching nothing', (_label, options, code) => {
     const before = server.listenerCount('upgrade');
     const attach = () => guardUpgrade(server, wss, options as never);

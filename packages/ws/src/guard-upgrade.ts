@@ -63,12 +63,12 @@ export interface GuardUpgradeOptions<Ws = unknown>
    * Called after `wss` has emitted `connection` for an accepted socket. A throw or a rejected
    * promise is reported to `logger.error` (else as a process warning), never a crash.
    */
-  onAuthenticated?: (ws: Ws, req: IncomingMessage) => void | Promise<void>;
+  onAuthenticated?: (ws: Ws, req: IncomingMessage) => unknown;
   /**
    * Called after a refusal (401, 429 or 503) has been written, e.g. for logs and metrics. A throw
    * or a rejected promise is reported like `onAuthenticated`'s.
    */
-  onRefused?: (req: IncomingMessage, refusal: UpgradeRefusal) => void | Promise<void>;
+  onRefused?: (req: IncomingMessage, refusal: UpgradeRefusal) => unknown;
 }
 
 type Verdict =

@@ -68,7 +68,7 @@ export async function startGuarded(overrides: GuardOverrides = {}): Promise<Guar
   });
   const options: GuardUpgradeOptions<WebSocket> = {
     verify: (req) => tokenOutcome(queryToken(req)),
-    ...(rest.limiter === undefined && { options: { clock, timers: clock } }),
+    ...(rest.limiter === undefined && { clock, timers: clock }),
     onRefused: (_req, refusal) => refusals.push(refusal),
     onAuthenticated: (ws) => authenticated.push(ws),
     ...rest,

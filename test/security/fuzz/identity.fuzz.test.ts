@@ -148,7 +148,9 @@ describe('fuzz: the auth gate', () => {
     const clock = manualClock(0);
     const gate = createAuthGate<{ token: string }>({
       verify: (r) => (r.token === 'right' ? 'ok' : 'invalid'),
-      options: { maxAttempts: 5, clock, timers: clock },
+      maxAttempts: 5,
+      clock,
+      timers: clock,
       trustedProxies: ['10.0.0.0/8'],
     });
     let answered401 = 0;
@@ -171,7 +173,9 @@ describe('fuzz: the auth gate', () => {
     const clock = manualClock(0);
     const gate = createAuthGate<{ token: string }>({
       verify: (r) => (r.token === 'right' ? 'ok' : 'invalid'),
-      options: { maxAttempts: 5, clock, timers: clock },
+      maxAttempts: 5,
+      clock,
+      timers: clock,
     });
     let answered401 = 0;
     fc.assert(

@@ -14,6 +14,7 @@ import {
   type FailureLimiter,
   type FailureLimiterOptions,
   failureLimiterOption,
+  failureLimiterSpec,
   normalizeScope,
   refusedUncounted,
 } from '../failure-limiter.js';
@@ -42,15 +43,17 @@ const browserBudgetOption = (value: unknown, fail: (expected: string) => never) 
 export type AuthOutcome = 'ok' | 'invalid' | 'missing';
 
 /** Options of {@link createAuthGate} (and of every adapter's `authGuard`). */
-export interface AuthGateOptions<Req> {
+export interface AuthGateOptions<Req> extends FailureLimiterOptions {
   /** Compares the request's credentials. Keep it constant-time. Required by HTTP guards. */
   verify?: (req: Req) => MaybePromise<AuthOutcome>;
   /** The credential class (`shared-secret`, `device-token`, …). @default 'default' */
   scope?: string;
-  /** A failure limiter to use (share one between guards of the same credential class). */
+  /**
+   * A failure limiter to use (share one between guards of the same credential class). Excludes
+   * the limiter options (`maxAttempts`, `windowMs`, `lockoutMs`, `store`, `clock`, …), which
+   * otherwise build the gate's own limiter, with `presets.gatewayAuth` for what is not given.
+   */
   limiter?: FailureLimiter;
-  /** Options for a new failure limiter when `limiter` is not given. @default presets.gatewayAuth */
-  options?: FailureLimiterOptions;
   /** The limiter for requests with an `Origin` (never loopback-exempt). @default same numbers, no exemption */
   browserLimiter?: FailureLimiter;
   /**
@@ -97,15 +100,35 @@ export interface GateSetup {
   readonly extra?: AdapterOptionSpec;
 }
 
-/** Throws when both `limiter` and `options` are given: one of them would be silently ignored. */
-export function oneLimiterSource(o: { limiter?: unknown; options?: unknown }, where: string): void {
-  if (o.limiter !== undefined && o.options !== undefined) {
+/** The failure-limiter options a gate takes flat, beside its own (the gate's `logger` is shared). */
+const { logger: _sharedLogger, ...limiterOptionSpec } = failureLimiterSpec;
+export const flatLimiterSpec = {
+  ...limiterOptionSpec,
+  options: (_value: unknown, fail: (expected: string) => never): never =>
+    fail(
+      'flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options"',
+    ),
+};
+
+/**
+ * The failure-limiter options among a gate's parsed options. With `limiter` given there must be
+ * none: they would be silently ignored.
+ */
+export function flatLimiterOptions(
+  o: Record<string, unknown> & { limiter?: unknown },
+  where: string,
+): FailureLimiterOptions {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(limiterOptionSpec)) if (o[name] !== undefined) out[name] = o[name];
+  const clash = Object.keys(out)[0];
+  if (o.limiter !== undefined && clash !== undefined) {
     throw new PortcullisConfigError(
       'ERR_PORTCULLIS_LIMITER',
       'limiter',
-      `${where}: pass either "limiter" or "options", not both`,
+      `${where}: pass either "limiter" or limiter options such as "${clash}", not both ("${clash}" belongs to the limiter you pass; set it there)`,
     );
   }
+  return out as FailureLimiterOptions;
 }
 
 /** Checks the `options` option: a plain object (the limiter factory validates its contents). */
@@ -163,14 +186,14 @@ export function createAuthGate<Req>(
       verify: func,
       scope: stringOption,
       limiter: failureLimiterOption,
-      options: objectOption<FailureLimiterOptions>,
+      ...flatLimiterSpec,
       browserLimiter: failureLimiterOption,
       browserBudget: browserBudgetOption,
       ...clientOptionSpec,
     },
     where,
   );
-  oneLimiterSource(o, where);
+  const own = flatLimiterOptions(o, where);
   const verify = (
     (setup.needsVerify ?? true) ? required(o.verify, 'verify', 'a function', where) : o.verify
   ) as ((req: Req) => MaybePromise<AuthOutcome>) | undefined;
@@ -180,7 +203,7 @@ export function createAuthGate<Req>(
     createFailureLimiter({
       ...presets.gatewayAuth,
       ...(o.logger !== undefined && { logger: o.logger }),
-      ...o.options,
+      ...own,
     });
   const lockoutLogger = limiter.logger ?? o.logger;
   const browserLimiter = o.browserLimiter ?? browserLimiterFor(limiter, lockoutLogger);

@@ -20,7 +20,8 @@ function authGate(extra: Record<string, unknown> = {}) {
   const gate = createAuthGate<{ token?: string }>({
     verify: (r) => (r.token === undefined ? 'missing' : r.token === 'right' ? 'ok' : 'invalid'),
     scope: 'shared-secret',
-    options: { clock, timers: clock },
+    clock,
+    timers: clock,
     ...extra,
   });
   return { clock, gate };
@@ -153,9 +154,9 @@ describe('createAuthGate', () => {
       expect.objectContaining({ code: 'ERR_PORTCULLIS_VERIFY' }),
     );
     expect(() =>
-      createAuthGate({ verify: () => 'ok', limiter: createFailureLimiter(), options: {} }),
+      createAuthGate({ verify: () => 'ok', limiter: createFailureLimiter(), lockoutMs: 1 }),
     ).toThrow(expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMITER' }));
-    expect(() => createAuthGate({ verify: () => 'ok', options: { maxAttempts: 0 } })).toThrow(
+    expect(() => createAuthGate({ verify: () => 'ok', maxAttempts: 0 })).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_MAX_ATTEMPTS' }),
     );
     expect(() => createAuthGate({ verify: () => 'ok', trustedProxies: true as never })).toThrow(
@@ -177,7 +178,8 @@ describe('createWebhookGate (20 / 60 s → 60 s)', () => {
     const clock = manualClock(0);
     const gate = createWebhookGate<{ token?: string }>({
       verify: (r) => (r.token === undefined ? 'missing' : r.token === 'hook' ? 'ok' : 'invalid'),
-      options: { clock, timers: clock },
+      clock,
+      timers: clock,
     });
     const sender = raw('198.51.100.7');
     for (let i = 1; i <= 20; i++) {
@@ -282,6 +284,47 @@ describe('createRequestGate', () => {
     );
     expect(() => createRequestGate({ cost: 0 })).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_COST' }),
+    );
+  });
+});
+
+describe('one options shape', () => {
+  it('auth and webhook gates take the failure-limiter options flat', () => {
+    const clock = manualClock(0);
+    const gate = createAuthGate<{ token?: string }>({
+      verify: () => 'invalid',
+      scope: 'password',
+      maxAttempts: 2,
+      lockoutMs: 600_000,
+      clock,
+      timers: clock,
+    });
+    expect(gate.limiter.config).toMatchObject({ maxAttempts: 2, lockoutMs: 600_000 });
+    const client = raw('203.0.113.60');
+    gate.run(client, {});
+    gate.run(client, {});
+    const locked = gate.run(client, {}) as GateResult;
+    expect(!locked.ok && locked.answer.headers['Retry-After']).toBe('600');
+    const hook = createWebhookGate<{ token?: string }>({ verify: () => 'ok', maxAttempts: 3 });
+    expect(hook.limiter.config.maxAttempts).toBe(3);
+  });
+
+  it('the nested options key is gone, with a hint; limiter excludes limiter options', () => {
+    expect(() =>
+      createAuthGate({ verify: () => 'ok', options: { maxAttempts: 3 } } as never),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'ERR_PORTCULLIS_OPTIONS',
+        message: expect.stringContaining('go beside the others since 1.0'),
+      }),
+    );
+    expect(() =>
+      createWebhookGate({ verify: () => 'ok', limiter: createFailureLimiter(), windowMs: 5 }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'ERR_PORTCULLIS_LIMITER',
+        message: expect.stringContaining('"windowMs" belongs to the limiter you pass'),
+      }),
     );
   });
 });

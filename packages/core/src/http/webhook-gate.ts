@@ -18,18 +18,19 @@ import {
   type AuthOutcome,
   checkOutcome,
   clientOptionSpec,
-  objectOption,
-  oneLimiterSource,
+  flatLimiterOptions,
+  flatLimiterSpec,
 } from './auth-gate.js';
 
 /** Options of {@link createWebhookGate} (and of every adapter's `webhookGuard`). */
-export interface WebhookGateOptions<Req> {
+export interface WebhookGateOptions<Req> extends FailureLimiterOptions {
   /** Compares the webhook token. A missing token counts as a failure. */
   verify: (req: Req) => MaybePromise<AuthOutcome>;
-  /** A failure limiter to use. */
+  /**
+   * A failure limiter to use. Excludes the limiter options (`maxAttempts`, `windowMs`, …), which
+   * otherwise build the gate's own, with `presets.webhookAuth` for what is not given.
+   */
   limiter?: FailureLimiter;
-  /** Options for a new failure limiter when `limiter` is not given. @default presets.webhookAuth */
-  options?: FailureLimiterOptions;
   /** Proxies whose `X-Forwarded-For` is believed. @default [] */
   trustedProxies?: readonly string[];
   /** Believe `X-Real-IP` from a trusted proxy. @default false */
@@ -64,12 +65,12 @@ export function createWebhookGate<Req>(
       ...extra,
       verify: func,
       limiter: failureLimiterOption,
-      options: objectOption<FailureLimiterOptions>,
+      ...flatLimiterSpec,
       ...clientOptionSpec,
     },
     where,
   );
-  oneLimiterSource(o, where);
+  const own = flatLimiterOptions(o, where);
   const verify = required(o.verify, 'verify', 'a function', where) as (
     req: Req,
   ) => MaybePromise<AuthOutcome>;
@@ -79,7 +80,7 @@ export function createWebhookGate<Req>(
       ...presets.webhookAuth,
       name: 'webhook',
       ...(o.logger !== undefined && { logger: o.logger }),
-      ...o.options,
+      ...own,
     });
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),

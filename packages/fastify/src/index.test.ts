@@ -70,6 +70,44 @@ describe('the plugin', () => {
     expect(await statuses(app, '/loose', 5)).toEqual([200, 200, 200, 200, 200]);
   });
 
+  it('runs in the hook it is told to, after authentication, keyed by the user', async () => {
+    const app = newApp();
+    // An authentication hook the app adds for every route: it runs before the limiter's preHandler.
+    app.decorateRequest('user', undefined);
+    app.addHook('preHandler', async (request) => {
+      (request as unknown as { user?: string }).user = String(request.headers['x-user'] ?? '');
+    });
+    await app.register(portcullis, {
+      ...limits(2),
+      hook: 'preHandler',
+      key: (request, ip) => (request as unknown as { user?: string }).user || ip,
+    });
+    app.get('/me', async () => 'me');
+    app.post(
+      '/upload',
+      { config: { rateLimit: { limit: 1, name: 'upload', hook: 'preParsing' } } },
+      async () => 'ok',
+    );
+    const as = (user: string) => app.inject({ url: '/me', headers: { 'x-user': user } });
+    expect([(await as('alice')).statusCode, (await as('alice')).statusCode]).toEqual([200, 200]);
+    expect((await as('alice')).statusCode).toBe(429);
+    expect((await as('bob')).statusCode).toBe(200);
+    const upload = () => app.inject({ method: 'POST', url: '/upload', payload: { a: 1 } });
+    expect([(await upload()).statusCode, (await upload()).statusCode]).toEqual([200, 429]);
+  });
+
+  it('refuses an unknown hook name, globally and per route', async () => {
+    const app = newApp();
+    await expect(app.register(portcullis, { hook: 'onSend' as never })).rejects.toMatchObject({
+      code: 'ERR_PORTCULLIS_HOOK',
+    });
+    const other = newApp();
+    await other.register(portcullis);
+    expect(() =>
+      other.get('/x', { config: { rateLimit: { hook: 'onResponse' as never } } }, async () => 'x'),
+    ).toThrow(expect.objectContaining({ code: 'ERR_PORTCULLIS_HOOK' }));
+  });
+
   it('leaves a route with config.rateLimit: false alone', async () => {
     const app = newApp();
     await app.register(portcullis, limits(1));

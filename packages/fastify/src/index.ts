@@ -12,7 +12,7 @@ export type {
   RateLimitOptions,
   WebhookGuardOptions,
 } from './options.js';
-export { type PortcullisPluginOptions, portcullis } from './plugin.js';
+export { type LimitHook, type PortcullisPluginOptions, portcullis } from './plugin.js';
 
 /** The Portcullis Fastify plugin (see {@link portcullis}). */
 export default portcullis;

@@ -2,6 +2,7 @@ import { PortcullisConfigError, type RequestGate } from '@portcullis/core';
 import type {
   FastifyInstance,
   FastifyPluginCallback,
+  FastifyReply,
   FastifyRequest,
   onRequestHookHandler,
   RouteOptions,
@@ -13,12 +14,25 @@ import type { RateLimitOptions } from './options.js';
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** This route's `rateLimit` options, merged over the plugin's; `false` leaves the route unlimited. */
-    rateLimit?: RateLimitOptions | false;
+    rateLimit?: (RateLimitOptions & { hook?: LimitHook }) | false;
   }
 }
 
+/** The request lifecycle hooks the limiter can run in. */
+export type LimitHook = 'onRequest' | 'preParsing' | 'preValidation' | 'preHandler';
+
+const HOOKS: readonly LimitHook[] = ['onRequest', 'preParsing', 'preValidation', 'preHandler'];
+
 /** Options of the {@link portcullis} plugin: `rateLimit` options for every route, plus `global`. */
 export interface PortcullisPluginOptions extends RateLimitOptions {
+  /**
+   * The lifecycle hook the limiter runs in, globally and per route (`config.rateLimit.hook`).
+   * `onRequest` refuses before anything else runs; `preHandler` (or `preValidation`) runs after
+   * authentication hooks, for limits keyed by the authenticated user. In `onRequest` the limiter
+   * runs before the route's own hooks; in the later hooks, after them.
+   * @default 'onRequest'
+   */
+  hook?: LimitHook;
   /**
    * Limit every route registered after the plugin (one shared bucket per client); `false` limits
    * only routes that carry a `config.rateLimit` object.
@@ -28,6 +42,14 @@ export interface PortcullisPluginOptions extends RateLimitOptions {
 }
 
 type Hook = ReturnType<typeof createRateLimitHook>;
+
+function badHook(value: unknown, where: string): PortcullisConfigError {
+  return new PortcullisConfigError(
+    'ERR_PORTCULLIS_HOOK',
+    'hook',
+    `portcullis: option "hook" of ${where} must be one of ${HOOKS.map((h) => `"${h}"`).join(', ')}, got ${JSON.stringify(value)}`,
+  );
+}
 
 function isOptionsObject(value: unknown): value is RateLimitOptions {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -41,6 +63,7 @@ function portcullisPlugin(
   // `prefix`, `logLevel` and `logSerializers` are Fastify's own register options, not ours.
   const {
     global: limitAll = true,
+    hook: globalHook = 'onRequest',
     prefix: _p,
     logLevel: _l,
     logSerializers: _s,
@@ -60,6 +83,10 @@ function portcullisPlugin(
     );
     return;
   }
+  if (!HOOKS.includes(globalHook)) {
+    done(badHook(globalHook, 'plugin options'));
+    return;
+  }
   const gates: RequestGate<FastifyRequest>[] = [];
   const ownsLimiter = globals.limiter === undefined;
   function build(opts: RateLimitOptions): Hook {
@@ -77,10 +104,13 @@ function portcullisPlugin(
   // A GET route and its automatic HEAD twin share one options object and one URL: one gate.
   const perRoute = new WeakMap<object, Map<string, Hook>>();
 
-  function hookFor(route: RouteOptions): onRequestHookHandler | undefined {
+  function hookFor(
+    route: RouteOptions,
+  ): { handler: onRequestHookHandler; hook: LimitHook } | undefined {
     const config: unknown = route.config?.rateLimit;
     if (config === false) return undefined;
-    if (config === undefined) return limitAll ? shared.hook : undefined;
+    if (config === undefined)
+      return limitAll ? { handler: shared.hook, hook: globalHook } : undefined;
     if (!isOptionsObject(config)) {
       throw new PortcullisConfigError(
         'ERR_PORTCULLIS_RATE_LIMIT',
@@ -88,6 +118,10 @@ function portcullisPlugin(
         `portcullis: config.rateLimit of ${route.url} must be an options object or false, got ${typeof config}`,
       );
     }
+    const { hook = globalHook, ...routeOptions } = config as RateLimitOptions & {
+      hook?: LimitHook;
+    };
+    if (!HOOKS.includes(hook)) throw badHook(hook, `config.rateLimit of ${route.url}`);
     let byUrl = perRoute.get(config);
     if (byUrl === undefined) {
       byUrl = new Map();
@@ -95,23 +129,39 @@ function portcullisPlugin(
     }
     let built = byUrl.get(route.url);
     if (built === undefined) {
-      built = build({ ...globals, ...config });
+      built = build({ ...globals, ...routeOptions });
       byUrl.set(route.url, built);
     }
-    return built.hook;
+    return { handler: built.hook, hook };
   }
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   fastify.addHook('onRoute', function portcullisOnRoute(route: RouteOptions): void {
-    const hook = hookFor(route);
-    if (hook === undefined) return;
-    const own = route.onRequest;
-    route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
+    const found = hookFor(route);
+    if (found === undefined) return;
+    const { handler, hook } = found;
+    const fn: unknown =
+      hook === 'preParsing'
+        ? function portcullisPreParsing(
+            request: FastifyRequest,
+            reply: FastifyReply,
+            payload: unknown,
+            next: (err?: Error | null, payload?: unknown) => void,
+          ): void {
+            handler.call(fastify, request, reply, (err?: Error) => next(err ?? null, payload));
+          }
+        : handler;
+    const hooks = route as unknown as Record<LimitHook, unknown>;
+    const own = hooks[hook];
+    const list = own === undefined ? [] : Array.isArray(own) ? own : [own];
+    // First in onRequest (refuse before anything else); after the route's own later hooks, so a
+    // preHandler limit keyed by the user runs after the route's authentication.
+    hooks[hook] = hook === 'onRequest' ? [fn, ...list] : [...list, fn];
   });
   fastify.addHook(
     'onClose',
     function portcullisOnClose(_instance: FastifyInstance, closed: (err?: Error) => void): void {
-      Promise.all(gates.map((gate) => gate.limiter.close())).then(() => closed(), closed);
+      Promise.all(gates.map((gate) => gate.close())).then(() => closed(), closed);
     },
   );
   done();

@@ -172,6 +172,21 @@ export function compileClientRules(options?: ClientOptions): {
   // A proxy never forwards for a client on its own loopback interface unless something on that host
   // connected to it; a loopback hop is far more likely written by the client to pass as local.
   // Either way it proves nothing: fail closed (unresolved), never loopback, never a step further left.
+  let warnedForwarded = false;
+  /**
+   * `X-Forwarded-For` from a peer that is neither trusted nor loopback: usually a reverse proxy
+   * missing from `trustedProxies`, so every user behind it shares the proxy's one bucket.
+   */
+  function noticeForwarded(headers: RawRequest['headers']): void {
+    if (warnedForwarded || headers['x-forwarded-for'] === undefined) return;
+    warnedForwarded = true;
+    const msg =
+      'Portcullis: X-Forwarded-For arrived from a peer that is not in trustedProxies; it is ignored and the peer itself is the client. ' +
+      'If this peer is your reverse proxy, every user behind it now shares one bucket: add its address to trustedProxies.';
+    if (logger) logger.warn({ code: 'PORTCULLIS_UNTRUSTED_FORWARDED' }, msg);
+    else process.emitWarning(msg, { code: 'PORTCULLIS_UNTRUSTED_FORWARDED' });
+  }
+
   function untrustedHop(ip: ParsedIp): ParsedIp | undefined {
     return parsedIsLoopback(ip) ? undefined : ip;
   }
@@ -213,7 +228,7 @@ export function compileClientRules(options?: ClientOptions): {
       const forwarded = hasForwardingHeaders(headers);
       if (forwarded) warnSpoof();
       directLocal = !forwarded && origin === undefined;
-    }
+    } else if (!warnedForwarded) noticeForwarded(headers);
     return { ip: peer.text, directLocal, proxied: false, origin };
   }
 
@@ -225,7 +240,9 @@ export function compileClientRules(options?: ClientOptions): {
       return client === undefined ? undefined : { ip: client, text: formatIp(client) };
     }
     // Only the one-time warning depends on the headers here; once given, they need no scan.
-    if (peer.loopback && !warned && hasForwardingHeaders(request.headers ?? {})) warnSpoof();
+    if (peer.loopback) {
+      if (!warned && hasForwardingHeaders(request.headers ?? {})) warnSpoof();
+    } else if (!warnedForwarded) noticeForwarded(request.headers ?? {});
     return peer;
   }
 

@@ -4,7 +4,7 @@ import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecision } from './events.js';
 import { subnetKey, parseIp, parsedIsLoopback } from './ip.js';
 import { boundedKey } from './keys.js';
-import { limiterStore } from './limiter-store.js';
+import { claimName, limiterStore } from './limiter-store.js';
 import type { MemoryStore } from './memory-store.js';
 import {
   boolean,
@@ -181,6 +181,13 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
   // A private store needs no namespace; a shared one gets the limiter's name in every key.
   const { store, own: ownStore, namespace } = limiterStore(o, config.name, 'createFailureLimiter');
   const logger = safeLogger(o.logger);
+  if (!ownStore)
+    claimName(
+      store,
+      config.name,
+      `${rule.maxAttempts} failures per ${rule.windowMs} ms, ${rule.lockoutMs} ms lockout`,
+      logger,
+    );
 
   function subjectOf(subject: Subject): ResolvedSubject {
     const raw = typeof subject === 'string' ? subject : subject?.key;

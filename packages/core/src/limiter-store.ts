@@ -1,3 +1,4 @@
+import type { Logger } from './events.js';
 import type { Clock, Timers } from './clock.js';
 import { PortcullisConfigError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
@@ -37,4 +38,41 @@ export function limiterStore(
     ...(o.timers !== undefined && { timers: o.timers }),
   });
   return { store, own: true, namespace: '' };
+}
+
+/**
+ * Marks the options of a limiter that is one policy of a per-request `rateLimit`: such limiters
+ * share a name and store on purpose (each keeps its keys under its own prefix).
+ * @internal
+ */
+export const POLICY_MEMBER: unique symbol = Symbol('portcullis.policyMember');
+
+const claimed = new WeakMap<Store, Map<string, string>>();
+
+/**
+ * Records that limiter `name` uses `numbers` on the shared `store`, and warns once when another
+ * limiter of the same name already uses other numbers there: both would read and write the same
+ * keys under different rules, so neither limit would hold.
+ */
+export function claimName(
+  store: Store,
+  name: string,
+  numbers: string,
+  logger: Pick<Logger, 'warn'> | undefined,
+): void {
+  let names = claimed.get(store);
+  if (names === undefined) {
+    names = new Map();
+    claimed.set(store, names);
+  }
+  const before = names.get(name);
+  if (before === undefined) {
+    names.set(name, numbers);
+    return;
+  }
+  if (before === numbers || before === 'warned') return;
+  names.set(name, 'warned');
+  const msg = `Portcullis: two limiters named "${name}" share one store with different numbers (${before} and ${numbers}); they count the same keys under different rules. Give each its own "name".`;
+  if (logger) logger.warn({ code: 'PORTCULLIS_NAME_CLASH', limiter: name }, msg);
+  else process.emitWarning(msg, { code: 'PORTCULLIS_NAME_CLASH' });
 }

@@ -3,7 +3,7 @@ import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.j
 import { asDryRun, type Decision, withKey } from './decision.js';
 import { type Logger, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
-import { limiterStore } from './limiter-store.js';
+import { claimName, limiterStore, POLICY_MEMBER } from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
 import {
   boolean,
@@ -108,8 +108,10 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
   const name = o.name ?? 'default';
   const dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
-
   const logger = safeLogger(o.logger);
+  const policyMember = (options as Record<symbol, unknown> | undefined)?.[POLICY_MEMBER] === true;
+  if (!ownStore && !policyMember)
+    claimName(store, name, `${rule.algorithm} ${rule.limit} per ${rule.windowMs} ms`, logger);
   let warnedOverflow = false;
 
   function finish(key: string, d: Decision): Decision {

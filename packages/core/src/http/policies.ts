@@ -1,6 +1,7 @@
 import { isPromise, type MaybePromise } from '../clock.js';
 import { type Decision, withKey } from '../decision.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
+import { POLICY_MEMBER } from '../limiter-store.js';
 import { MAX_DURATION_MS } from '../options.js';
 import type { WindowRule } from '../store.js';
 import {
@@ -72,7 +73,12 @@ export function createPolicies<Req>(
     let found = compiled.get(id);
     if (found === undefined) {
       if (compiled.size >= MAX_POLICIES) compiled.delete(compiled.keys().next().value as string);
-      const limiter = createWindowLimiter({ ...base, limit: lim, windowMs: win });
+      const limiter = createWindowLimiter({
+        ...base,
+        limit: lim,
+        windowMs: win,
+        [POLICY_MEMBER]: true,
+      } as WindowLimiterOptions);
       found = {
         limiter,
         writeHeaders: createHeaderWriter({ windowMs: win, name: base.name, mode }),

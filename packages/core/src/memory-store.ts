@@ -4,6 +4,7 @@ import {
   fixedWindowConsume,
   fixedWindowExpiresAt,
   fixedWindowPeek,
+  fixedWindowRefund,
   fixedWindowRoll,
   type FixedWindowState,
 } from './algorithms/fixed-window.js';
@@ -22,6 +23,7 @@ import {
   slidingWindowConsume,
   slidingWindowExpiresAt,
   slidingWindowPeek,
+  slidingWindowRefund,
   slidingWindowRoll,
   type SlidingWindowState,
 } from './algorithms/sliding-window.js';
@@ -31,6 +33,7 @@ import {
   tokenBucketConsume,
   tokenBucketExpiresAt,
   tokenBucketPeek,
+  tokenBucketRefund,
   tokenBucketRoll,
   type TokenBucketState,
 } from './algorithms/token-bucket.js';
@@ -189,6 +192,60 @@ export class MemoryStore implements Store {
           'token-bucket',
           state,
           d,
+          now,
+          tokenBucketExpiresAt(state, rule),
+          tokenBucketBlockedUntil(state, rule),
+          rule,
+        );
+      }
+    }
+  }
+
+  refund(key: string, rule: WindowRule, cost: number, agoMs: number): void {
+    const now = this.#now();
+    const slot = this.#slots.get(key);
+    // Nothing to give back to a key that is gone or holds another kind of state (a lockout).
+    if (slot === undefined || slot.kind !== rule.algorithm || now >= slot.expiresAt) return;
+    this.#clamp(slot, rule, now);
+    switch (rule.algorithm) {
+      case 'fixed-window': {
+        const state = slot.state as FixedWindowState;
+        fixedWindowRefund(state, now, rule, cost, agoMs);
+        this.#put(
+          key,
+          slot,
+          'fixed-window',
+          state,
+          now,
+          slot.expiresAt,
+          fixedWindowBlockedUntil(state, rule),
+          rule,
+        );
+        return;
+      }
+      case 'sliding-window': {
+        const state = slidingWindowRoll(slot.state as SlidingWindowState, now, rule);
+        slidingWindowRefund(state, now, rule, cost, agoMs);
+        this.#put(
+          key,
+          slot,
+          'sliding-window',
+          state,
+          now,
+          slidingWindowExpiresAt(state, rule),
+          slidingWindowBlockedUntil(state, now, rule),
+          rule,
+        );
+        return;
+      }
+      default: {
+        const state = tokenBucketRoll(slot.state as TokenBucketState, now, rule);
+        tokenBucketRefund(state, rule, cost);
+        this.#put(
+          key,
+          slot,
+          'token-bucket',
+          state,
           now,
           tokenBucketExpiresAt(state, rule),
           tokenBucketBlockedUntil(state, rule),

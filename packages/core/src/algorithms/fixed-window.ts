@@ -84,3 +84,19 @@ export function fixedWindowExpiresAt(state: FixedWindowState, rule: WindowRule):
 export function fixedWindowBlockedUntil(state: FixedWindowState, rule: WindowRule): number {
   return state.count >= rule.limit ? state.start + rule.windowMs : 0;
 }
+
+/**
+ * Gives back `cost` units spent `agoMs` ago, when they were spent in the window still in force
+ * (it started at or before then); a window that rolled since keeps its count. Never below zero.
+ */
+export function fixedWindowRefund(
+  state: FixedWindowState | undefined,
+  now: number,
+  rule: WindowRule,
+  cost: number,
+  agoMs: number,
+): void {
+  if (state === undefined || now >= state.start + rule.windowMs) return;
+  if (now - state.start < agoMs) return;
+  state.count = Math.max(0, state.count - cost);
+}

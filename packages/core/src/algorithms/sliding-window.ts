@@ -146,3 +146,20 @@ export function slidingWindowBlockedUntil(
   const w = rule.windowMs;
   return weighted(state, now, w) + w > rule.limit * w ? now + retryMs(state, now, rule, 1) : 0;
 }
+
+/**
+ * Gives back `cost` units spent `agoMs` ago to the window they were counted in: the current one, or
+ * the previous one (its weight still counts); older spends have no weight left. Never below zero.
+ * `state` must be rolled to `now`.
+ */
+export function slidingWindowRefund(
+  state: SlidingWindowState,
+  now: number,
+  rule: WindowRule,
+  cost: number,
+  agoMs: number,
+): void {
+  const elapsed = now - state.start;
+  if (elapsed >= agoMs) state.curr = Math.max(0, state.curr - cost);
+  else if (elapsed + rule.windowMs >= agoMs) state.prev = Math.max(0, state.prev - cost);
+}

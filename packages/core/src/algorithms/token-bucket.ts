@@ -106,3 +106,8 @@ export function tokenBucketBlockedUntil(state: TokenBucketState, rule: WindowRul
     ? state.last + Math.ceil((rule.windowMs - state.scaled) / rule.limit)
     : 0;
 }
+
+/** Puts `cost` tokens back into a bucket rolled to now; never above a full bucket. */
+export function tokenBucketRefund(state: TokenBucketState, rule: WindowRule, cost: number): void {
+  state.scaled = Math.min(rule.limit * rule.windowMs, state.scaled + cost * rule.windowMs);
+}

@@ -30,6 +30,8 @@ export interface AnyRequest {
 /** Which guards the app mounts, with which options. */
 export interface AppSpec {
   readonly rateLimit?: RequestGateOptions<AnyRequest>;
+  /** More `rateLimit` middlewares on /limited, run before `rateLimit` (stacked limits). */
+  readonly stacked?: readonly RequestGateOptions<AnyRequest>[];
   readonly auth?: Omit<AuthGateOptions<AnyRequest>, 'verify'> & {
     verify: (req: AnyRequest) => MaybePromise<AuthOutcome>;
   };
@@ -52,6 +54,8 @@ export interface Reply {
 
 /** A running app. */
 export interface App {
+  /** The port it listens on (absent for in-process injection). */
+  readonly port?: number;
   send(call: Call): Promise<Reply>;
   close(): Promise<void>;
 }
@@ -59,8 +63,16 @@ export interface App {
 /** A framework (major version and transport) under test. */
 export interface Framework {
   readonly name: string;
+  /** Whether requests cross a real socket (a client can abort them). */
+  readonly overSocket: boolean;
   /** Builds and starts the app; rejects with the adapter's config error for bad options. */
   build(spec: AppSpec): Promise<App>;
+}
+
+/** The status the /limited handler answers: `x-status` when the test asks for one, else 200. */
+function statusOf(req: AnyRequest): number {
+  const asked = Number(req.headers['x-status']);
+  return Number.isInteger(asked) && asked >= 200 && asked < 600 ? asked : 200;
 }
 
 function normalise(headers: Record<string, unknown>): Record<string, string> {
@@ -77,6 +89,7 @@ async function listen(handler: http.RequestListener): Promise<App> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    port,
     send: (call) => overHttp(`http://127.0.0.1:${port}`, call),
     close: () =>
       new Promise<void>((resolve, reject) => {
@@ -100,11 +113,14 @@ async function overHttp(base: string, call: Call): Promise<Reply> {
 function expressFramework(name: string, express: typeof express5): Framework {
   return {
     name,
+    overSocket: true,
     async build(spec) {
       const app = express();
       if (spec.rateLimit) {
-        app.get('/limited', px.rateLimit(spec.rateLimit), (req, res) => {
-          res.json({ decision: req.rateLimit ?? null });
+        const stacked = (spec.stacked ?? []).map((o) => px.rateLimit(o));
+        app.get('/limited', ...stacked, px.rateLimit(spec.rateLimit), (req, res) => {
+          if (req.headers['x-hang'] !== undefined) return;
+          res.status(statusOf(req)).json({ decision: req.rateLimit ?? null });
         });
       }
       if (spec.auth)
@@ -121,13 +137,23 @@ function expressFramework(name: string, express: typeof express5): Framework {
 function koaFramework(name: string, Koa: typeof Koa3): Framework {
   return {
     name,
+    overSocket: true,
     async build(spec) {
       const routes = new Map<string, [Middleware, Middleware]>();
       if (spec.rateLimit) {
+        const chain = [...(spec.stacked ?? []), spec.rateLimit].map((o) => pk.rateLimit(o));
+        const limited: Middleware = (ctx, next) =>
+          chain.reduceRight<() => Promise<unknown>>(
+            (downstream, mw) => () => Promise.resolve(mw(ctx, downstream)),
+            () => Promise.resolve(next()),
+          )();
         routes.set('GET /limited', [
-          pk.rateLimit(spec.rateLimit),
+          limited,
           (ctx) => {
+            if (ctx.headers['x-hang'] !== undefined) return new Promise(() => {});
+            ctx.status = statusOf(ctx.request);
             ctx.body = { decision: ctx.state.rateLimit ?? null };
+            return undefined;
           },
         ]);
       }
@@ -172,18 +198,25 @@ function fastifyFramework(
 ): Framework {
   return {
     name,
+    overSocket: transport === 'listen',
     async build(spec) {
       const app: FastifyInstance = Fastify();
       try {
         if (spec.rateLimit) {
-          const handler = async (request: { rateLimit?: unknown }) => ({
-            decision: request.rateLimit ?? null,
-          });
+          const handler = (
+            request: AnyRequest & { rateLimit?: unknown },
+            reply: { code(n: number): unknown },
+          ) => {
+            if (request.headers['x-hang'] !== undefined) return new Promise(() => {});
+            reply.code(statusOf(request));
+            return Promise.resolve({ decision: request.rateLimit ?? null });
+          };
+          const stacked = (spec.stacked ?? []).map((o) => pf.rateLimit(o));
           if (mount === 'plugin') {
             await app.register(portcullis, spec.rateLimit);
-            app.get('/limited', handler);
+            app.get('/limited', { onRequest: stacked }, handler);
           } else {
-            app.get('/limited', { onRequest: pf.rateLimit(spec.rateLimit) }, handler);
+            app.get('/limited', { onRequest: [...stacked, pf.rateLimit(spec.rateLimit)] }, handler);
           }
         }
         const optOut = { rateLimit: false as const };
@@ -207,6 +240,7 @@ function fastifyFramework(
         await app.listen({ host: '127.0.0.1', port: 0 });
         const { port } = app.server.address() as AddressInfo;
         return {
+          port,
           send: (call) => overHttp(`http://127.0.0.1:${port}`, call),
           close: () => app.close(),
         };

@@ -17,6 +17,11 @@ import {
 } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
 
+/** A store that can give units back (every Portcullis store can). */
+interface RefundingStore {
+  refund(key: string, rule: WindowRule, cost: number, agoMs: number): MaybePromise<void>;
+}
+
 /** Options of {@link createWindowLimiter}. */
 export interface WindowLimiterOptions {
   /** Units per window (bucket capacity for `token-bucket`). @default 60 */
@@ -52,6 +57,11 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
   peek(key: string): D;
   /** Forgets `key`. */
   reset(key: string): MaybePromise<void>;
+  /**
+   * Gives back `cost` units of `key` spent `agoMs` ago, to the window they were spent in (never
+   * below zero). Backs `skipSuccessfulRequests` / `skipFailedRequests`.
+   */
+  refund(key: string, cost: number, agoMs: number): MaybePromise<void>;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
@@ -160,6 +170,13 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       return isPromise(d) ? d.then(report) : report(d);
     },
     reset: (key: string) => store.delete(namespace + keyOf(key)),
+    refund: (key: string, cost: number, agoMs: number) =>
+      (store as Store & Partial<Pick<RefundingStore, 'refund'>>).refund?.(
+        namespace + keyOf(key),
+        rule,
+        cost,
+        Math.max(0, agoMs),
+      ),
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),
     rule,

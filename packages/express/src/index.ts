@@ -52,7 +52,7 @@ function sendAnswer(res: Response, answer: HttpAnswer): void {
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function rateLimit(options?: RateLimitOptions): RequestHandler {
-  const gate = createRequestGate<Request>(options, onLimitedSpec);
+  const gate = createRequestGate<Request, Response>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
 
   function applyRateLimit(
@@ -66,6 +66,7 @@ export function rateLimit(options?: RateLimitOptions): RequestHandler {
     } else if (result.ok) {
       req.rateLimit = result.decision;
       setHeaders(res, result.headers);
+      if (gate.tracksOutcome) gate.track(result, res, req, res);
       next();
     } else if (onLimited === undefined) {
       req.rateLimit = result.decision;

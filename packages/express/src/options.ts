@@ -21,7 +21,7 @@ declare global {
 export type OnLimited = (req: Request, res: Response, decision: Decision) => void | Promise<void>;
 
 /** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
-export interface RateLimitOptions extends RequestGateOptions<Request> {
+export interface RateLimitOptions extends RequestGateOptions<Request, Response> {
   /**
    * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
    * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.

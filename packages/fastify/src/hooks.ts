@@ -42,9 +42,9 @@ export function rateLimit(options?: RateLimitOptions): onRequestHookHandler {
 /** Builds the {@link rateLimit} hook and returns its gate too (the plugin closes it on shutdown). */
 export function createRateLimitHook(options: RateLimitOptions | undefined): {
   readonly hook: onRequestHookHandler;
-  readonly gate: RequestGate<FastifyRequest>;
+  readonly gate: RequestGate<FastifyRequest, FastifyReply>;
 } {
-  const gate = createRequestGate<FastifyRequest>(options, onLimitedSpec);
+  const gate = createRequestGate<FastifyRequest, FastifyReply>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
 
   function applyRateLimit(
@@ -58,6 +58,7 @@ export function createRateLimitHook(options: RateLimitOptions | undefined): {
     } else if (result.ok) {
       request.rateLimit = result.decision;
       setHeaders(reply, result.headers);
+      if (gate.tracksOutcome) gate.track(result, reply.raw, request, reply);
       done();
     } else if (onLimited === undefined) {
       request.rateLimit = result.decision;

@@ -23,7 +23,7 @@ export type OnLimited = (
 ) => void | Promise<void>;
 
 /** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
-export interface RateLimitOptions extends RequestGateOptions<FastifyRequest> {
+export interface RateLimitOptions extends RequestGateOptions<FastifyRequest, FastifyReply> {
   /**
    * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
    * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.

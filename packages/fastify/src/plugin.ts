@@ -87,7 +87,7 @@ function portcullisPlugin(
     done(badHook(globalHook, 'plugin options'));
     return;
   }
-  const gates: RequestGate<FastifyRequest>[] = [];
+  const gates: RequestGate<FastifyRequest, FastifyReply>[] = [];
   const ownsLimiter = globals.limiter === undefined;
   function build(opts: RateLimitOptions): Hook {
     const built = createRateLimitHook(opts);

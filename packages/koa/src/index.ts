@@ -13,7 +13,13 @@ import {
   isPromise,
   type RequestResult,
 } from '@portcullis/core';
-import type { Request as KoaRequest, Middleware, Next, ParameterizedContext } from 'koa';
+import type {
+  Request as KoaRequest,
+  Response as KoaResponse,
+  Middleware,
+  Next,
+  ParameterizedContext,
+} from 'koa';
 import type {
   AuthGuardOptions,
   RateLimitContext,
@@ -56,7 +62,7 @@ function sendAnswer(ctx: ParameterizedContext, answer: HttpAnswer): void {
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function rateLimit(options?: RateLimitOptions): Middleware<RateLimitState> {
-  const gate = createRequestGate<KoaRequest>(options, onLimitedSpec);
+  const gate = createRequestGate<KoaRequest, KoaResponse>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
 
   function applyRateLimit(
@@ -68,6 +74,7 @@ export function rateLimit(options?: RateLimitOptions): Middleware<RateLimitState
     ctx.state.rateLimit = result.decision;
     if (result.ok) {
       setHeaders(ctx, result.headers);
+      if (gate.tracksOutcome) gate.track(result, ctx.res, ctx.request, ctx.response);
       return next();
     }
     if (onLimited === undefined) return sendAnswer(ctx, result.answer as HttpAnswer);

@@ -6,7 +6,7 @@ import type {
   RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core';
-import type { Request as KoaRequest, ParameterizedContext } from 'koa';
+import type { Request as KoaRequest, Response as KoaResponse, ParameterizedContext } from 'koa';
 
 /** What `rateLimit` adds to `ctx.state`. */
 export interface RateLimitState {
@@ -29,9 +29,10 @@ export type OnLimited = (
 
 /**
  * Options of `rateLimit`: the core request limiter's options plus `onLimited`. `key`, `skip`
- * and `cost` receive Koa's request object (`ctx.request`; the context is `req.ctx`).
+ * and `cost` receive Koa's request object (`ctx.request`; the context is `req.ctx`);
+ * `requestWasSuccessful` receives `ctx.request` and `ctx.response`.
  */
-export interface RateLimitOptions extends RequestGateOptions<KoaRequest> {
+export interface RateLimitOptions extends RequestGateOptions<KoaRequest, KoaResponse> {
   /**
    * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
    * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.

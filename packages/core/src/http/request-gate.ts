@@ -1,5 +1,6 @@
 import { compileClientRules, type RawRequest } from '../client.js';
-import { isPromise, type MaybePromise, type Clock, type Timers } from '../clock.js';
+import { isPromise, type MaybePromise, type Clock, systemClock, type Timers } from '../clock.js';
+import { callSafely } from '../safe-call.js';
 import type { Decision } from '../decision.js';
 import { PortcullisConfigError } from '../errors.js';
 import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
@@ -25,7 +26,7 @@ import { createPolicies, type PerRequest, type Policy, unprefixed } from './poli
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
-export interface RequestGateOptions<Req> {
+export interface RequestGateOptions<Req, Res = unknown> {
   /**
    * Requests per window (bucket capacity for `token-bucket`), or a function of the request (sync
    * or async) for per-plan or per-tenant quotas. Each distinct (limit, window) is its own policy.
@@ -71,6 +72,26 @@ export interface RequestGateOptions<Req> {
   allowRealIpFallback?: boolean;
   /** Receives warnings. */
   logger?: Logger;
+  /**
+   * Give a request's units back when it succeeded (see `requestWasSuccessful`): only failures
+   * count, e.g. for a login route. Counted up front and refunded after, so no race lets extra
+   * requests through. @default false
+   */
+  skipSuccessfulRequests?: boolean;
+  /** Give a request's units back when it failed (an aborted request counts as failed). @default false */
+  skipFailedRequests?: boolean;
+  /**
+   * Whether a finished request succeeded, for the two options above. Runs after the response.
+   * @default status < 400 (and not aborted)
+   */
+  requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+}
+
+/** The part of a Node `ServerResponse` the gate watches to settle a request's outcome. */
+export interface RawResponse {
+  readonly statusCode: number;
+  readonly writableFinished: boolean;
+  once(event: 'close' | 'finish', listener: () => void): unknown;
 }
 
 /** What the request limiter concluded. */
@@ -86,7 +107,7 @@ export interface RequestResult {
 }
 
 /** A compiled request limiter: one per middleware instance. */
-export interface RequestGate<Req> {
+export interface RequestGate<Req, Res = unknown> {
   /** Decides one request; `undefined` when `skip` said so. `raw` is the Node request behind `req`. */
   run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined>;
   /**
@@ -96,6 +117,14 @@ export interface RequestGate<Req> {
   readonly limiter: WindowLimiter;
   /** Stops the timers of the store the gate built (a store you passed is yours to close). */
   close(): MaybePromise<void>;
+  /** True when the outcome of a request matters (`skipSuccessfulRequests` / `skipFailedRequests`). */
+  readonly tracksOutcome: boolean;
+  /**
+   * Watches an allowed request's response and refunds its units when its outcome says so
+   * (`rawRes` is the Node response; `res` what `requestWasSuccessful` receives). Adapters call it
+   * only when `tracksOutcome` is true.
+   */
+  track(result: RequestResult, rawRes: RawResponse, req: Req, res: Res): void;
 }
 
 const fn = func as (value: unknown, fail: (expected: string) => never) => never;
@@ -105,10 +134,10 @@ const fn = func as (value: unknown, fail: (expected: string) => never) => never;
  * IETF headers computed once per decision, and a ready-made 429/503 answer.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function createRequestGate<Req>(
-  options?: RequestGateOptions<Req>,
+export function createRequestGate<Req, Res = unknown>(
+  options?: RequestGateOptions<Req, Res>,
   extra: AdapterOptionSpec = {},
-): RequestGate<Req> {
+): RequestGate<Req, Res> {
   const where = 'rateLimit';
   const o = parseOptions(
     options,
@@ -132,6 +161,9 @@ export function createRequestGate<Req>(
       timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
       dryRun: boolean,
       ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+      skipSuccessfulRequests: boolean,
+      skipFailedRequests: boolean,
+      requestWasSuccessful: fn,
       ...clientOptionSpec,
     },
     where,
@@ -236,17 +268,42 @@ export function createRequestGate<Req>(
     return answer(d, writeHeaders(d));
   }
 
+  const skipSuccessful = o.skipSuccessfulRequests ?? false;
+  const skipFailed = o.skipFailedRequests ?? false;
+  const tracksOutcome = skipSuccessful || skipFailed;
+  const wasSuccessful = o.requestWasSuccessful as
+    | ((req: Req, res: Res) => MaybePromise<boolean>)
+    | undefined;
+  const clock = o.clock ?? systemClock;
+  /** How to give back what an allowed decision spent; recorded only when outcomes matter. */
+  const spent = new WeakMap<
+    Decision,
+    { limiter: WindowLimiter; key: string; cost: number; at: number }
+  >();
+
+  function remember(d: Decision, lim: WindowLimiter, key: string, cost: number): void {
+    if (tracksOutcome && d.allowed) spent.set(d, { limiter: lim, key, cost, at: clock.now() });
+  }
+
   function spend(key: string, cost: number): MaybePromise<RequestResult> {
-    const d = limiter.consume(key, cost === 1 ? 1 : checkCost(cost));
-    return isPromise(d) ? d.then(result) : result(d);
+    const c = cost === 1 ? 1 : checkCost(cost);
+    const d = limiter.consume(key, c);
+    if (!tracksOutcome) return isPromise(d) ? d.then(result) : result(d);
+    const done = (x: Decision) => {
+      remember(x, limiter, key, c);
+      return result(x);
+    };
+    return isPromise(d) ? d.then(done) : done(d);
   }
 
   function spendUnder(p: Policy, key: string, cost: number): MaybePromise<RequestResult> {
+    const c = cost === 1 ? 1 : checkCost(cost);
     const finish = (d: Decision) => {
       const out = unprefixed(d, p.prefix);
+      remember(out, p.limiter, p.prefix + key, c);
       return answer(out, p.writeHeaders(out));
     };
-    const d = p.limiter.consume(p.prefix + key, cost === 1 ? 1 : checkCost(cost));
+    const d = p.limiter.consume(p.prefix + key, c);
     return isPromise(d) ? d.then(finish) : finish(d);
   }
 
@@ -286,6 +343,47 @@ export function createRequestGate<Req>(
     return r.ok ? { ...r, headers } : answer(r.decision, headers);
   }
 
+  function reportRefund(error: unknown): void {
+    const log = o.logger;
+    if (log)
+      log.error({ code: 'PORTCULLIS_REFUND_ERROR', err: error }, 'Portcullis: a refund failed');
+    else
+      process.emitWarning(`Portcullis: a refund failed: ${String(error)}`, {
+        code: 'PORTCULLIS_REFUND_ERROR',
+      });
+  }
+
+  function settle(
+    result: RequestResult,
+    rawRes: RawResponse,
+    req: Req,
+    res: Res,
+    aborted: boolean,
+  ): void {
+    const record = spent.get(result.decision);
+    if (record === undefined) return;
+    spent.delete(result.decision);
+    const refund = (successful: boolean) => {
+      if (successful ? !skipSuccessful : !skipFailed) return;
+      const out = record.limiter.refund(record.key, record.cost, clock.now() - record.at);
+      if (isPromise(out)) out.then(undefined, reportRefund);
+    };
+    // An aborted request (the client left before the response ended) counts as failed.
+    if (aborted) refund(false);
+    else if (wasSuccessful === undefined) refund(rawRes.statusCode < 400);
+    else
+      callSafely(
+        () => {
+          const verdict = wasSuccessful(req, res);
+          return isPromise(verdict)
+            ? verdict.then((v) => refund(v === true))
+            : refund(verdict === true);
+        },
+        [],
+        reportRefund,
+      );
+  }
+
   function decide(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
     const r = counted(raw, req);
     if (!stacking()) return r;
@@ -300,6 +398,14 @@ export function createRequestGate<Req>(
       return skip ? undefined : decide(raw, req);
     },
     limiter,
+    tracksOutcome,
+    track(result: RequestResult, rawRes: RawResponse, req: Req, res: Res): void {
+      if (!tracksOutcome || !result.ok) return;
+      // 'finish' when the response went out, 'close' when the connection ended first (an abort);
+      // some responses (injected ones) emit only one of them. The first settles, once.
+      rawRes.once('finish', () => settle(result, rawRes, req, res, false));
+      rawRes.once('close', () => settle(result, rawRes, req, res, !rawRes.writableFinished));
+    },
     close(): MaybePromise<void> {
       closeGate();
       if (ownStore !== undefined) return ownStore.close();

@@ -30,6 +30,7 @@ for (const kind of clientKinds) {
       return {
         store,
         advance: (ms) => clock.advance(ms),
+        rewind: (ms) => clock.set(clock.now() - ms),
         teardown: async () => {
           store.close();
           await deletePrefix(client.sendCommand, prefix);

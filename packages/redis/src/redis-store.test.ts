@@ -3,6 +3,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   createFailureLimiter,
   createWindowLimiter,
+  type Decision,
   type FailureRule,
   type PortcullisEvent,
   type WindowRule,
@@ -134,10 +135,40 @@ describe('RedisStore options', () => {
       'ERR_PORTCULLIS_MAX_ENTRIES',
       'fallback.maxEntries',
     ],
+    // Timer delays above 2^31 − 1 ms would fire after 1 ms in Node: refused, never run early.
+    [
+      'timeoutMs 2^31',
+      { sendCommand: send, timeoutMs: 2 ** 31 },
+      'ERR_PORTCULLIS_TIMEOUT_MS',
+      'timeoutMs',
+    ],
+    [
+      'probeIntervalMs 2^32',
+      { sendCommand: send, probeIntervalMs: 2 ** 32 },
+      'ERR_PORTCULLIS_PROBE_INTERVAL_MS',
+      'probeIntervalMs',
+    ],
+    [
+      'fallback.sweepIntervalMs 2^32',
+      { sendCommand: send, fallback: { sweepIntervalMs: 2 ** 32 } },
+      'ERR_PORTCULLIS_SWEEP_INTERVAL_MS',
+      'fallback.sweepIntervalMs',
+    ],
   ])('%s is a config error', (_, options, code, option) => {
     expect(() => new RedisStore(options as RedisStoreOptions)).toThrow(
       expect.objectContaining({ name: 'PortcullisConfigError', code, option }),
     );
+  });
+
+  it('accepts every timer option at 2^31 − 1', () => {
+    const max = 2 ** 31 - 1;
+    const store = new RedisStore({
+      sendCommand: send,
+      timeoutMs: max,
+      probeIntervalMs: max,
+      fallback: { sweepIntervalMs: max },
+    });
+    store.close();
   });
 
   it('defaults: prefix portcullis:, onError fallback', () => {
@@ -205,16 +236,17 @@ describe('RedisStore commands', () => {
       key: 'x',
       lockoutStarted: true,
     });
-    expect(await store.checkFailures('x', failures)).toEqual({
+    expect(await store.checkFailures('x2', failures)).toEqual({
       allowed: false,
       reason: 'locked',
       limit: 3,
       remaining: 0,
       retryAfterMs: 250,
       resetMs: 250,
-      key: 'x',
+      key: 'x2',
     });
-    expect(await store.consume('y', fixed, 1)).toMatchObject({
+    const sliding: WindowRule = { algorithm: 'sliding-window', limit: 2, windowMs: 1000 };
+    expect(await store.consume('y', sliding, 1)).toMatchObject({
       allowed: false,
       reason: 'limited',
       remaining: 1,
@@ -623,7 +655,16 @@ describe('RedisStore with the core limiters (real Redis)', () => {
     );
     expect(ttl).toBeGreaterThan(299_000);
     expect(ttl).toBeLessThanOrEqual(300_000);
-    await limiter.recordSuccess('203.0.113.7', 'device-token');
+    // A success during the lockout is refused like any attempt; only a reset lifts it.
+    expect(await limiter.recordSuccess('203.0.113.7', 'device-token')).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+    });
+    expect(await limiter.check('203.0.113.7', 'device-token')).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+    });
+    await limiter.reset('203.0.113.7', 'device-token');
     expect(await limiter.check('203.0.113.7', 'device-token')).toMatchObject({
       allowed: true,
       remaining: 3,
@@ -675,5 +716,382 @@ describe('RedisStore with the core limiters (real Redis)', () => {
     expect(serverNow - start).toBeGreaterThanOrEqual(0);
     expect(serverNow - start).toBeLessThan(1000);
     store.close();
+  });
+});
+
+describe('RedisStore malformed replies', () => {
+  type Op = 'consume' | 'peek' | 'check' | 'record' | 'success';
+  const sliding: WindowRule = { algorithm: 'sliding-window', limit: 2, windowMs: 1000 };
+
+  function call(store: RedisStore, op: Op, rule: WindowRule = fixed): Promise<Decision> {
+    switch (op) {
+      case 'consume':
+        return store.consume('k', rule, 1);
+      case 'peek':
+        return store.peek('k', rule);
+      case 'check':
+        return store.checkFailures('k', failures);
+      case 'record':
+        return store.recordFailure('k', failures);
+      default:
+        return store.recordSuccess('k', failures);
+    }
+  }
+
+  // fixed: limit 2, windowMs 1000; failures: maxAttempts 3, windowMs 60 000, lockoutMs 300 000.
+  const malformed: [string, Op, unknown, WindowRule?][] = [
+    ['an infinite resetMs', 'consume', [1, 1, 0, Number.POSITIVE_INFINITY, 0]],
+    ['a NaN remaining', 'consume', [1, Number.NaN, 0, 1000, 0]],
+    ['a refusal with a negative wait', 'consume', [0, 0, -5, -5, 0]],
+    ['a refusal with no wait', 'consume', [0, 0, 0, 0, 0]],
+    ['a wait beyond the window', 'consume', [0, 0, 1001, 1001, 0]],
+    ['a fixed-window refusal not waiting until its reset', 'consume', [0, 0, 400, 900, 0]],
+    ['remaining above the limit', 'consume', [1, 3, 0, 1000, 0]],
+    ['a negative remaining', 'consume', [1, -1, 0, 1000, 0]],
+    ['a fraction', 'consume', [1, 1, 0, 999.5, 0]],
+    ['integers sent as strings', 'consume', ['1', '1', '0', '1000', '0']],
+    ['allowed = 2', 'consume', [2, 1, 0, 1000, 0]],
+    ['an allowed call told to wait', 'consume', [1, 1, 5, 1000, 0]],
+    ['a window reply that starts a lockout', 'consume', [1, 1, 0, 1000, 1]],
+    ['an integer beyond 2^53', 'consume', [1, 1, 0, 2 ** 53, 0]],
+    ['six fields', 'consume', [1, 1, 0, 1000, 0, 0]],
+    ['a peek allowed with nothing remaining', 'peek', [1, 0, 0, 1000, 0]],
+    ['a peek refused with units remaining', 'peek', [0, 1, 500, 500, 0]],
+    ['a sliding-window wait beyond two windows', 'peek', [0, 0, 2001, 2000, 0], sliding],
+    ['locked with 0 ms', 'check', [0, 0, 0, 0, 0]],
+    ['locked beyond lockoutMs', 'check', [0, 0, 300_001, 300_001, 0]],
+    ['locked with retryAfterMs ≠ resetMs', 'check', [0, 0, 250, 300, 0]],
+    ['locked with attempts remaining', 'check', [0, 1, 250, 250, 0]],
+    ['open with no attempt remaining', 'check', [1, 0, 0, 1000, 0]],
+    ['a clean slate that resets later', 'check', [1, 3, 0, 1000, 0]],
+    ['failures that reset beyond windowMs', 'check', [1, 2, 0, 60_001, 0]],
+    ['a check that starts a lockout', 'check', [0, 0, 300_000, 300_000, 1]],
+    ['a lockout start shorter than lockoutMs', 'record', [0, 0, 250, 250, 1]],
+    ['a recorded failure that counts nothing', 'record', [1, 3, 0, 0, 0]],
+    ['a success that keeps failures', 'success', [1, 2, 0, 1000, 0]],
+    ['a success locked for Infinity', 'success', [0, 0, Number.POSITIVE_INFINITY, 0, 0]],
+  ];
+
+  it.each(malformed)(
+    '%s (%s) is a store error: onError decides, it is logged and published',
+    async (_, op, reply, rule) => {
+      const log = memoryLogger();
+      const events: PortcullisEvent[] = [];
+      const onEvent = (message: unknown) => events.push(message as PortcullisEvent);
+      subscribe('portcullis:store-error', onEvent);
+      const store = new RedisStore({
+        sendCommand: fake(() => reply).send,
+        onError: 'closed',
+        probeIntervalMs: 2000,
+        logger: log.logger,
+      });
+      try {
+        const limit = op === 'consume' || op === 'peek' ? (rule ?? fixed).limit : 3;
+        const refused = {
+          allowed: false,
+          reason: 'store-error',
+          limit,
+          remaining: 0,
+          retryAfterMs: 2000,
+          resetMs: 2000,
+          key: 'k',
+        };
+        expect(await call(store, op, rule)).toEqual(refused);
+        expect(store.degraded).toBe(true);
+        expect(log.error).toHaveLength(1);
+        expect(log.error[0]).toContain('malformed reply from Redis');
+        expect(events).toHaveLength(1);
+        expect(events[0]).toMatchObject({ limiter: 'RedisStore', decision: refused });
+        expect(String(events[0]?.error)).toContain('RedisReplyError');
+      } finally {
+        unsubscribe('portcullis:store-error', onEvent);
+        store.close();
+      }
+    },
+  );
+
+  it("under 'fallback' and 'open' a malformed reply never becomes the decision", async () => {
+    const broken = fake(() => [0, 0, Number.NaN, Number.NaN, 0]);
+    const fallback = new RedisStore({ sendCommand: broken.send });
+    expect(await fallback.consume('k', fixed, 1)).toEqual({
+      allowed: true,
+      reason: 'fallback',
+      limit: 2,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetMs: 1000,
+      key: 'k',
+    });
+    fallback.close();
+    const open = new RedisStore({ sendCommand: broken.send, onError: 'open' });
+    expect(await open.checkFailures('k', failures)).toEqual({
+      allowed: true,
+      reason: 'store-error',
+      limit: 3,
+      remaining: 3,
+      retryAfterMs: 0,
+      resetMs: 0,
+      key: 'k',
+    });
+    open.close();
+  });
+
+  it('a malformed PING does not end the outage; a malformed DEL is a store error', async () => {
+    const clock = manualClock(0);
+    const f = fake((args) => (args[0] === 'PING' ? 'PANG' : args[0] === 'DEL' ? 'yes' : null));
+    const store = new RedisStore({ sendCommand: f.send, clock, onError: 'closed' });
+    await store.delete('k');
+    expect(store.degraded).toBe(true);
+    clock.advance(1000);
+    await store.consume('k', fixed, 1);
+    await new Promise((r) => setTimeout(r, 1));
+    expect(f.commands()).toEqual(['DEL', 'PING']);
+    expect(store.degraded).toBe(true);
+    store.close();
+  });
+
+  it.each<[string, Op, unknown, WindowRule?]>([
+    ['a fixed window refused until its reset', 'consume', [0, 0, 1000, 1000, 0]],
+    ['an untouched fixed window', 'peek', [1, 2, 0, 0, 0]],
+    ['a sliding window waiting two windows', 'consume', [0, 0, 2000, 2000, 0], sliding],
+    ['a lockout just started', 'record', [0, 0, 300_000, 300_000, 1]],
+    ['one failure left', 'record', [1, 1, 0, 60_000, 0]],
+    ['a lockout in its last ms', 'check', [0, 0, 1, 1, 0]],
+    ['a clean slate', 'check', [1, 3, 0, 0, 0]],
+    ['a success in a lockout', 'success', [0, 0, 5, 5, 0]],
+    ['a success', 'success', [1, 3, 0, 0, 0]],
+  ])('accepts a well-formed boundary reply: %s (%s)', async (_, op, reply, rule) => {
+    const store = new RedisStore({ sendCommand: fake(() => reply).send, onError: 'closed' });
+    const d = await call(store, op, rule);
+    const r = reply as number[];
+    expect(d).toMatchObject({
+      allowed: r[0] === 1,
+      remaining: r[1],
+      retryAfterMs: r[2],
+      resetMs: r[3],
+    });
+    expect(d.reason).not.toBe('store-error');
+    expect(store.degraded).toBe(false);
+    store.close();
+  });
+});
+
+describe('RedisStore recordSuccess (real Redis)', () => {
+  let client: TestClient;
+  beforeAll(async () => {
+    client = await ioredis.connect();
+  });
+  afterAll(() => client?.close());
+
+  it('20 wrong and 1 right credential, concurrent: the right one never erases the lockout', async () => {
+    const prefix = uniquePrefix('race');
+    const store = new RedisStore({ sendCommand: client.sendCommand, prefix, onError: 'closed' });
+    const limiter = createFailureLimiter({ store, maxAttempts: 10, lockoutMs: 300_000 });
+    try {
+      const wrong = Array.from({ length: 20 }, () => limiter.recordFailure('198.51.100.9'));
+      const right = limiter.recordSuccess('198.51.100.9');
+      const more = Array.from({ length: 3 }, () => limiter.recordFailure('198.51.100.9'));
+      const results = await Promise.all([...wrong, right, ...more]);
+      expect(results.filter((d) => d.allowed)).toHaveLength(9);
+      // The success ran after the lockout started: it is refused, and the lockout stands.
+      expect(await right).toMatchObject({ allowed: false, reason: 'locked', remaining: 0 });
+      expect((await right).retryAfterMs).toBeGreaterThan(299_000);
+      expect(await limiter.check('198.51.100.9')).toMatchObject({
+        allowed: false,
+        reason: 'locked',
+      });
+    } finally {
+      store.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
+
+  it('is one script call, one round trip', async () => {
+    const prefix = uniquePrefix('one');
+    const commands: string[][] = [];
+    const store = new RedisStore({
+      sendCommand: (args, key) => {
+        commands.push(args);
+        return client.sendCommand(args, key);
+      },
+      prefix,
+    });
+    try {
+      await store.recordFailure('k', failures);
+      commands.length = 0;
+      expect(await store.recordSuccess('k', failures)).toMatchObject({
+        allowed: true,
+        remaining: 3,
+      });
+      expect(commands.map((c) => [c[0], ...c.slice(3, 5)])).toEqual([
+        ['EVALSHA', `${prefix}k`, 's'],
+      ]);
+      expect(await client.getBuffer(`${prefix}k`)).toBeNull();
+    } finally {
+      store.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
+});
+
+describe('RedisStore remembers the lockouts it has seen (real Redis)', () => {
+  let client: TestClient;
+  beforeAll(async () => {
+    client = await ioredis.connect();
+  });
+  afterAll(() => client?.close());
+
+  const rule: FailureRule = { maxAttempts: 2, windowMs: 1000, lockoutMs: 300_000 };
+  const locked = (key: string, ms: number) => ({
+    allowed: false,
+    reason: 'locked',
+    limit: 2,
+    remaining: 0,
+    retryAfterMs: ms,
+    resetMs: ms,
+    key,
+  });
+
+  it.each<OnError>(['fallback', 'open', 'closed'])(
+    "Redis coming back without the lockout unlocks no one ('%s')",
+    async (onError) => {
+      const clock = manualClock(1_000_000);
+      const prefix = uniquePrefix('seen');
+      const store = new RedisStore({ sendCommand: client.sendCommand, prefix, clock, onError });
+      try {
+        await store.recordFailure('ip', rule);
+        expect(await store.recordFailure('ip', rule)).toEqual({
+          ...locked('ip', 300_000),
+          lockoutStarted: true,
+        });
+        clock.advance(5000);
+        // Redis restarted empty (or failed over to a replica that never saw the lockout).
+        await deletePrefix(client.sendCommand, prefix);
+        expect(await store.checkFailures('ip', rule)).toEqual(locked('ip', 295_000));
+        expect(await store.recordSuccess('ip', rule)).toEqual(locked('ip', 295_000));
+        clock.advance(1000);
+        expect(await store.recordFailure('ip', rule)).toEqual(locked('ip', 294_000));
+        // Nothing was counted or cleared in Redis meanwhile: it was only asked for its state.
+        expect(await client.getBuffer(`${prefix}ip`)).toBeNull();
+        expect(store.degraded).toBe(false);
+        clock.advance(293_999);
+        expect(await store.checkFailures('ip', rule)).toEqual(locked('ip', 1));
+        clock.advance(1);
+        expect(await store.checkFailures('ip', rule)).toEqual({
+          allowed: true,
+          reason: 'allowed',
+          limit: 2,
+          remaining: 2,
+          retryAfterMs: 0,
+          resetMs: 0,
+          key: 'ip',
+        });
+      } finally {
+        store.close();
+        await deletePrefix(client.sendCommand, prefix);
+      }
+    },
+  );
+
+  it('a reset through this store forgets it; one made elsewhere does not', async () => {
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('seen-reset');
+    const store = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+    try {
+      for (const key of ['here', 'elsewhere']) {
+        await store.recordFailure(key, rule);
+        await store.recordFailure(key, rule);
+      }
+      await store.delete('here');
+      expect(await store.checkFailures('here', rule)).toMatchObject({
+        allowed: true,
+        remaining: 2,
+      });
+      await client.sendCommand(['DEL', `${prefix}elsewhere`], `${prefix}elsewhere`);
+      expect(await store.checkFailures('elsewhere', rule)).toEqual(locked('elsewhere', 300_000));
+    } finally {
+      store.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
+
+  it('the table holds at most fallback.maxEntries lockouts; when full the one ending soonest goes', async () => {
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('seen-bound');
+    const store = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      fallback: { maxEntries: 2 },
+    });
+    const once: FailureRule = { maxAttempts: 1, windowMs: 1000, lockoutMs: 300_000 };
+    try {
+      for (const key of ['a', 'b', 'c']) {
+        expect(await store.recordFailure(key, once)).toMatchObject({ lockoutStarted: true });
+        clock.advance(1000);
+      }
+      await deletePrefix(client.sendCommand, prefix);
+      expect(await store.checkFailures('a', once)).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await store.checkFailures('b', once)).toMatchObject({ retryAfterMs: 298_000 });
+      expect(await store.checkFailures('c', once)).toMatchObject({ retryAfterMs: 299_000 });
+    } finally {
+      store.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
+
+  it('lockouts the fallback starts during an outage are written back when Redis answers again', async () => {
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('write-back');
+    let down = true;
+    const send: SendCommand = (args, key) =>
+      down ? Promise.reject(new Error('connect ECONNREFUSED')) : client.sendCommand(args, key);
+    const store = new RedisStore({ sendCommand: send, prefix, clock, probeIntervalMs: 1000 });
+    // Another process, sharing Redis, never down.
+    const other = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+    try {
+      for (const key of ['ip', 'longer', 'reset']) {
+        await store.recordFailure(key, rule);
+        expect(await store.recordFailure(key, rule)).toEqual({
+          ...locked(key, 300_000),
+          reason: 'fallback',
+          lockoutStarted: true,
+        });
+      }
+      await store.delete('reset'); // an admin reset during the outage: nothing to write back
+      clock.advance(5000);
+      // Meanwhile the other process locks 'longer' in Redis, later: its lockout ends later.
+      await other.recordFailure('longer', rule);
+      await other.recordFailure('longer', rule);
+      clock.advance(5000);
+      down = false;
+      await store.checkFailures('x', rule); // due: the probe's PING goes out
+      for (
+        let i = 0;
+        i < 100 && (store.degraded || (await client.getBuffer(`${prefix}ip`)) === null);
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 5));
+      expect(store.degraded).toBe(false);
+      // Written with its remaining 290 000 ms: it ends when it would have.
+      expect(decodeState(await client.getBuffer(`${prefix}ip`))).toEqual({
+        kind: 'L',
+        numbers: [1_300_000, 1_300_000],
+      });
+      expect(decodeState(await client.getBuffer(`${prefix}longer`))).toEqual({
+        kind: 'L',
+        numbers: [1_305_000, 1_305_000],
+      });
+      expect(await client.getBuffer(`${prefix}reset`)).toBeNull();
+      expect(await other.checkFailures('ip', rule)).toEqual(locked('ip', 290_000));
+      expect(await other.checkFailures('longer', rule)).toEqual(locked('longer', 295_000));
+      expect(await store.checkFailures('ip', rule)).toEqual(locked('ip', 290_000));
+      expect(await store.checkFailures('longer', rule)).toEqual(locked('longer', 295_000));
+      expect(await store.checkFailures('reset', rule)).toMatchObject({ allowed: true });
+    } finally {
+      store.close();
+      other.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
   });
 });

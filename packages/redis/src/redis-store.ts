@@ -16,7 +16,6 @@ import {
   requiredOption,
   type Store,
   systemClock,
-  systemTimers,
   type Timers,
   type WindowRule,
 } from '@portcullis/core';
@@ -35,14 +34,15 @@ import { SCRIPT, SCRIPT_SHA } from './script.js';
 export type SendCommand = (args: string[], key: string | undefined) => Promise<unknown>;
 
 /**
- * What the store answers while Redis fails (an error reply, a lost connection or no answer within
- * `timeoutMs`):
+ * What the store answers while Redis fails (an error reply, a lost connection, a malformed reply or
+ * no answer within `timeoutMs`):
  * - `fallback`: an in-process `MemoryStore` applies the same rules; decisions carry reason `'fallback'`.
  * - `open`: allow (reason `'store-error'`, `allowed: true`), counting nothing.
  * - `closed`: refuse (reason `'store-error'`, `allowed: false`); adapters answer 503, not 429.
  *
  * Under every policy a lockout this process has seen (from Redis or recorded by the fallback)
- * keeps refusing until it ends: a store error never unlocks anyone.
+ * keeps refusing until it ends: a store error never unlocks anyone, and neither does a Redis that
+ * comes back without the lockout (restarted empty, failed over to a stale replica).
  */
 export type OnError = 'fallback' | 'open' | 'closed';
 
@@ -54,15 +54,23 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** What to answer while Redis fails. @default 'fallback' */
   onError?: OnError;
-  /** The longest a decision waits for Redis before `onError` decides. @default 1000 */
+  /**
+   * The longest a decision waits for Redis before `onError` decides: an integer from 1 to
+   * 2^31 − 1 (the longest a Node timer waits). While a call is pending its timer keeps the process
+   * alive, so a script awaiting a decision from a hung Redis gets the `onError` answer.
+   * @default 1000
+   */
   timeoutMs?: number;
   /**
    * While Redis is failing, decisions go straight to the `onError` policy (no waiting) and one
-   * `PING` every `probeIntervalMs` checks whether Redis is back.
+   * `PING` every `probeIntervalMs` checks whether Redis is back. An integer from 1 to 2^31 − 1.
    * @default 1000
    */
   probeIntervalMs?: number;
-  /** Options of the in-process `MemoryStore` used as fallback and as the memory of lockouts seen. @default {} */
+  /**
+   * Options of the in-process `MemoryStore` used as fallback. Its `maxEntries` also bounds the
+   * table of lockouts this process has seen. @default {}
+   */
   fallback?: MemoryStoreOptions;
   /** Receives one error when an outage starts and one warning when Redis answers again. */
   logger?: Logger;
@@ -72,7 +80,11 @@ export interface RedisStoreOptions {
    * It also times the outage probe and is the fallback store's clock. @default the Redis server clock
    */
   clock?: Clock;
-  /** Timers for the `timeoutMs` race (unref'ed by default) and the fallback store's sweep. @default systemTimers */
+  /**
+   * Timers for the `timeoutMs` race and the fallback store's sweep. By default the race uses a
+   * ref'ed timer, alive only while a call is pending, and the sweep an `unref()`ed one.
+   * @default the system timers
+   */
   timers?: Timers;
 }
 
@@ -99,18 +111,104 @@ class RedisTimeoutError extends Error {
   }
 }
 
-/** Thrown (then handled as a store error) when a reply is not the script's five integers. */
+/** Thrown (then handled as a store error) when a reply is malformed. */
 class RedisReplyError extends Error {
   readonly code = 'ERR_PORTCULLIS_REDIS_REPLY';
   constructor(reply: unknown) {
-    super(`unexpected reply from the Portcullis script: ${String(reply).slice(0, 100)}`);
+    super(`malformed reply from Redis: ${describeReply(reply)}`);
     this.name = 'RedisReplyError';
   }
 }
 
-function isScriptReply(reply: unknown): reply is unknown[] {
-  return Array.isArray(reply) && reply.length === 5;
+function describeReply(reply: unknown): string {
+  try {
+    return (JSON.stringify(reply) ?? String(reply)).slice(0, 100);
+  } catch {
+    return String(reply).slice(0, 100);
+  }
 }
+
+/** The script's reply: allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1). */
+type ScriptReply = [number, number, number, number, number];
+
+function isInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+function isFiveIntegers(reply: unknown): reply is ScriptReply {
+  return Array.isArray(reply) && reply.length === 5 && reply.every(isInteger);
+}
+
+/** The longest wait a window algorithm can honestly advertise: the time its state takes to drain. */
+function windowSpan(rule: WindowRule): number {
+  return rule.algorithm === 'sliding-window' ? 2 * rule.windowMs : rule.windowMs;
+}
+
+/**
+ * Whether `reply` is a well-formed answer to a window operation: integers; allowed and
+ * lockoutStarted 0 or 1 (never a lockout); remaining within [0, limit]; an allowed answer waits 0,
+ * a refused one more than 0; no wait beyond the algorithm's span; a peek is allowed exactly when a
+ * unit remains; a fixed window's refusal waits exactly until it resets.
+ */
+function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): reply is ScriptReply {
+  if (!isFiveIntegers(reply)) return false;
+  const [allowed, remaining, retry, reset, started] = reply;
+  const span = windowSpan(rule);
+  if (started !== 0 || remaining < 0 || remaining > rule.limit || reset < 0 || reset > span)
+    return false;
+  if (allowed === 1) return retry === 0 && (!peek || remaining >= 1);
+  if (allowed !== 0 || retry < 1 || retry > span || (peek && remaining !== 0)) return false;
+  return rule.algorithm !== 'fixed-window' || retry === reset;
+}
+
+/** A failure operation of the script: check, record a failure, record a success, write back. */
+type FailureOp = 'k' | 'r' | 's' | 'w';
+
+/**
+ * Whether `reply` is a well-formed answer to a failure operation: integers; a lockout refuses with
+ * remaining 0 and retryAfterMs = resetMs within [1, lockoutMs] (exactly lockoutMs when this call
+ * started it, which only a recorded failure can); an open answer waits 0, keeps at least one
+ * attempt, and resets within windowMs (0 exactly when nothing is counted); a success clears all;
+ * a write-back always answers the lockout in force.
+ */
+function failureReplyValid(reply: unknown, rule: FailureRule, op: FailureOp): reply is ScriptReply {
+  if (!isFiveIntegers(reply)) return false;
+  const [allowed, remaining, retry, reset, started] = reply;
+  if (started !== 0 && (started !== 1 || op !== 'r')) return false;
+  if (allowed === 0) {
+    return (
+      remaining === 0 &&
+      retry >= 1 &&
+      retry <= rule.lockoutMs &&
+      reset === retry &&
+      (started === 0 || retry === rule.lockoutMs)
+    );
+  }
+  if (allowed !== 1 || op === 'w' || retry !== 0 || started !== 0) return false;
+  if (op === 's') return remaining === rule.maxAttempts && reset === 0;
+  if (remaining < 1 || remaining > rule.maxAttempts) return false;
+  if (op === 'r' && remaining === rule.maxAttempts) return false;
+  return remaining === rule.maxAttempts ? reset === 0 : reset >= 1 && reset <= rule.windowMs;
+}
+
+const isPong = (reply: unknown): reply is 'PONG' => String(reply) === 'PONG';
+
+const isDelReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
+
+/** A lockout this process has seen, in its own clock; `writeBack` when the fallback started it. */
+interface SeenLockout {
+  until: number;
+  writeBack: FailureRule | undefined;
+}
+
+/**
+ * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
+ * until `onError` answers (the timer exists only while a call is pending).
+ */
+const callTimers: Timers = Object.freeze({
+  setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms),
+  clearTimeout: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+});
 
 function isNoScript(error: unknown): boolean {
   const message = (error as { message?: unknown } | null)?.message;
@@ -118,7 +216,13 @@ function isNoScript(error: unknown): boolean {
 }
 
 function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
-  return Array.isArray(reply) && reply.length === 2 && Array.isArray(reply[1]);
+  return (
+    Array.isArray(reply) &&
+    reply.length === 2 &&
+    /^\d+$/.test(String(reply[0])) &&
+    Array.isArray(reply[1]) &&
+    reply[1].every((k) => typeof k === 'string' || k instanceof Uint8Array)
+  );
 }
 
 const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 'ct' } as const;
@@ -154,9 +258,16 @@ export class RedisStore implements Store {
   readonly #logger: Logger | undefined;
   /** The test-only clock whose time goes to the script; undefined = Redis `TIME`. */
   readonly #scriptClock: Clock | undefined;
-  /** Times outages and probes. */
+  /** Times outages, probes and the lockouts seen. */
   readonly #clock: Clock;
+  /** Times each call's deadline. */
   readonly #timers: Timers;
+  /**
+   * Lockouts this process has seen, from Redis replies or started by the fallback, keyed like the
+   * store: each refuses until it ends, whatever Redis says later. At most `fallback.maxEntries`.
+   */
+  readonly #seen = new Map<string, SeenLockout>();
+  readonly #seenMax: number;
   #down = false;
   #downSince = 0;
   #nextProbeAt = 0;
@@ -180,7 +291,7 @@ export class RedisStore implements Store {
     this.#logger = o.logger;
     this.#scriptClock = o.clock;
     this.#clock = o.clock ?? systemClock;
-    this.#timers = o.timers ?? systemTimers;
+    this.#timers = o.timers ?? callTimers;
     try {
       this.#local = new MemoryStore({
         ...(o.clock !== undefined && { clock: o.clock }),
@@ -197,6 +308,7 @@ export class RedisStore implements Store {
       }
       throw error;
     }
+    this.#seenMax = this.#local.maxEntries;
   }
 
   /** The key prefix in use. */
@@ -225,8 +337,8 @@ export class RedisStore implements Store {
       String(rule.windowMs),
       String(cost),
     );
-    return this.#script(args).then(
-      (reply) => this.#decision(reply, rule.limit, key, 'limited'),
+    return this.#script(args, (r) => windowReplyValid(r, rule, false)).then(
+      (reply) => this.#windowDecision(reply, rule, key),
       (error: unknown) => this.#windowFallback(key, rule, cost, error),
     );
   }
@@ -242,8 +354,8 @@ export class RedisStore implements Store {
       String(rule.windowMs),
       '1',
     );
-    return this.#script(args).then(
-      (reply) => this.#decision(reply, rule.limit, key, 'limited'),
+    return this.#script(args, (r) => windowReplyValid(r, rule, true)).then(
+      (reply) => this.#windowDecision(reply, rule, key),
       (error: unknown) => this.#windowFallback(key, rule, undefined, error),
     );
   }
@@ -259,14 +371,25 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Forgets `key` (one `DEL`, and the fallback's copy). While Redis fails only the fallback's copy
-   * goes; the Redis key keeps its state until its TTL.
+   * A correct credential, in one script call: a lockout in force (in Redis or seen by this process)
+   * stays and is answered as locked; otherwise the failure history is cleared (in Redis and in the
+   * fallback).
+   */
+  recordSuccess(key: string, rule: FailureRule): Promise<Decision> {
+    return this.#failure(key, rule, 's');
+  }
+
+  /**
+   * Forgets `key` (one `DEL`, the fallback's copy and this process's memory of its lockout: a reset
+   * is an admin action). While Redis fails only the local copies go; the Redis key keeps its state
+   * until its TTL.
    */
   delete(key: string): Promise<void> {
     this.#local.delete(key);
+    this.#seen.delete(key);
     if (!this.#available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
-    return this.#deadline(() => this.#call(['DEL', redisKey], redisKey)).then(
+    return this.#deadline(() => this.#call(['DEL', redisKey], redisKey), isDelReply).then(
       () => this.#up(),
       (error: unknown) => this.#fail(error),
     );
@@ -303,32 +426,141 @@ export class RedisStore implements Store {
   close(): void {
     this.#closed = true;
     this.#local.close();
+    this.#seen.clear();
   }
 
-  #failure(key: string, rule: FailureRule, op: 'k' | 'r'): Promise<FailureDecision> {
+  #failure(key: string, rule: FailureRule, op: 'k' | 'r' | 's'): Promise<FailureDecision> {
     if (!this.#available()) return Promise.resolve(this.#failureFallback(key, rule, op, undefined));
+    // During a lockout this process has seen, a failure counts nothing and a success clears
+    // nothing, even in a Redis that lost the lockout: Redis is only asked for its state.
+    const sent = op !== 'k' && this.#seenLeft(key, rule, this.#clock.now()) > 0 ? 'k' : op;
     const args = this.#args(
       key,
-      op,
+      sent,
       String(rule.maxAttempts),
       String(rule.windowMs),
       String(rule.lockoutMs),
     );
-    return this.#script(args).then(
-      (reply) => {
-        const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
-        // Remember the lockout here too, so that it keeps refusing if Redis fails before it ends.
-        if (d.reason === 'locked') {
-          this.#local.recordFailure(key, {
-            maxAttempts: 1,
-            windowMs: rule.windowMs,
-            lockoutMs: d.retryAfterMs,
-          });
-        }
-        return d;
-      },
+    return this.#script(args, (r) => failureReplyValid(r, rule, sent)).then(
+      (reply) => this.#failureDecision(reply, rule, key, op),
       (error: unknown) => this.#failureFallback(key, rule, op, error),
     );
+  }
+
+  /** Redis' failure decision, reconciled with the lockouts this process has seen. */
+  #failureDecision(
+    reply: ScriptReply,
+    rule: FailureRule,
+    key: string,
+    op: 'k' | 'r' | 's',
+  ): FailureDecision {
+    const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
+    const now = this.#clock.now();
+    const seen = this.#seenLeft(key, rule, now);
+    if (d.reason === 'locked') {
+      // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
+      if (d.retryAfterMs >= seen) {
+        this.#remember(key, now + d.retryAfterMs, undefined);
+        return d;
+      }
+      return this.#lockedDecision(key, rule, seen, 'locked');
+    }
+    // Redis says no lockout (restarted empty, failed over, …): one this process saw still refuses.
+    if (seen > 0) return this.#lockedDecision(key, rule, seen, 'locked');
+    if (op === 's' && this.#local.size() > 0) {
+      const local = this.#local.recordSuccess(key, rule);
+      if (local.reason === 'locked') return { ...local, reason: 'locked' };
+    }
+    return d;
+  }
+
+  /** The time left (ms, 0 when none) of a lockout this process has seen, clamped like the script. */
+  #seenLeft(key: string, rule: FailureRule, now: number): number {
+    if (this.#seen.size === 0) return 0;
+    const seen = this.#seen.get(key);
+    if (seen === undefined) return 0;
+    if (seen.until > now + rule.lockoutMs) seen.until = now + rule.lockoutMs;
+    if (now >= seen.until) {
+      this.#seen.delete(key);
+      return 0;
+    }
+    return seen.until - now;
+  }
+
+  /**
+   * Remembers a lockout until `until` (this process's clock). The table holds at most `seenMax`
+   * lockouts: when full, ended ones go first, then the one ending soonest.
+   */
+  #remember(key: string, until: number, writeBack: FailureRule | undefined): void {
+    const known = this.#seen.get(key);
+    if (known !== undefined) {
+      if (until > known.until) known.until = until;
+      if (writeBack !== undefined) known.writeBack = writeBack;
+      return;
+    }
+    if (this.#seen.size >= this.#seenMax) {
+      const now = this.#clock.now();
+      let soonestKey: string | undefined;
+      let soonest = Number.POSITIVE_INFINITY;
+      for (const [k, v] of this.#seen) {
+        if (v.until <= now) this.#seen.delete(k);
+        else if (v.until < soonest) {
+          soonest = v.until;
+          soonestKey = k;
+        }
+      }
+      if (this.#seen.size >= this.#seenMax && soonestKey !== undefined) {
+        if (soonest >= until) return;
+        this.#seen.delete(soonestKey);
+      }
+    }
+    this.#seen.set(key, { until, writeBack });
+  }
+
+  #lockedDecision(
+    key: string,
+    rule: FailureRule,
+    left: number,
+    reason: 'locked' | 'fallback',
+  ): FailureDecision {
+    return {
+      allowed: false,
+      reason,
+      limit: rule.maxAttempts,
+      remaining: 0,
+      retryAfterMs: left,
+      resetMs: left,
+      key,
+    };
+  }
+
+  /**
+   * After an outage: writes each lockout the fallback started back to Redis with its remaining
+   * time (one script call each; the longer of Redis' own and ours stands), so that every process
+   * sees it. A failed write-back stays pending for the next recovery.
+   */
+  #writeBack(): void {
+    if (this.#closed || this.#seen.size === 0) return;
+    const now = this.#clock.now();
+    for (const [key, seen] of this.#seen) {
+      const rule = seen.writeBack;
+      if (rule === undefined) continue;
+      const left = this.#seenLeft(key, rule, now);
+      if (left <= 0) continue;
+      const args = this.#args(
+        key,
+        'w',
+        String(left),
+        String(rule.windowMs),
+        String(rule.lockoutMs),
+      );
+      this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
+        () => {
+          if (this.#seen.get(key) === seen) seen.writeBack = undefined;
+        },
+        (error: unknown) => this.#fail(error),
+      );
+    }
   }
 
   /** `EVALSHA sha 1 <prefixed key> <op> <three numbers> [now]` (see script.ts for the layout). */
@@ -338,8 +570,11 @@ export class RedisStore implements Store {
     return args;
   }
 
-  /** Runs the script: `EVALSHA`, then `EVAL` once if (and only if) Redis answers `NOSCRIPT`. */
-  #script(args: string[]): Promise<unknown[]> {
+  /**
+   * Runs the script: `EVALSHA`, then `EVAL` once if (and only if) Redis answers `NOSCRIPT`. A reply
+   * that `valid` refuses rejects with a {@link RedisReplyError}: a store error like any other.
+   */
+  #script(args: string[], valid: (reply: unknown) => reply is ScriptReply): Promise<ScriptReply> {
     const redisKey = args[3];
     return this.#deadline(
       (expired) =>
@@ -350,7 +585,7 @@ export class RedisStore implements Store {
           again[1] = SCRIPT;
           return this.#call(again, redisKey);
         }),
-      isScriptReply,
+      valid,
     );
   }
 
@@ -393,24 +628,31 @@ export class RedisStore implements Store {
     });
   }
 
+  /** A (validated) window reply; the key's algorithm is Redis', so a lockout seen under it is gone. */
+  #windowDecision(reply: ScriptReply, rule: WindowRule, key: string): Decision {
+    // The script deletes a value of another kind, as MemoryStore does: forget the lockout too.
+    if (this.#seen.size > 0) this.#seen.delete(key);
+    return this.#decision(reply, rule.limit, key, 'limited');
+  }
+
   #decision(
-    reply: unknown[],
+    reply: ScriptReply,
     limit: number,
     key: string,
     refused: 'limited' | 'locked',
   ): FailureDecision {
     if (this.#down) this.#up();
-    const allowed = Number(reply[0]) === 1;
+    const allowed = reply[0] === 1;
     const d: Decision = {
       allowed,
       reason: allowed ? 'allowed' : refused,
       limit,
-      remaining: Number(reply[1]),
-      retryAfterMs: Number(reply[2]),
-      resetMs: Number(reply[3]),
+      remaining: reply[1],
+      retryAfterMs: reply[2],
+      resetMs: reply[3],
       key,
     };
-    return Number(reply[4]) === 1 ? { ...d, lockoutStarted: true } : d;
+    return reply[4] === 1 ? { ...d, lockoutStarted: true } : d;
   }
 
   /** `cost` undefined: a peek. */
@@ -432,20 +674,32 @@ export class RedisStore implements Store {
     return this.#announce(d);
   }
 
-  #failureFallback(key: string, rule: FailureRule, op: 'k' | 'r', error: unknown): FailureDecision {
+  #failureFallback(
+    key: string,
+    rule: FailureRule,
+    op: 'k' | 'r' | 's',
+    error: unknown,
+  ): FailureDecision {
     if (error !== undefined) this.#fail(error);
+    const now = this.#clock.now();
+    const seen = this.#seenLeft(key, rule, now);
     let d: FailureDecision;
-    if (this.#policy === 'fallback') {
+    if (seen > 0) {
+      // Under every policy a lockout this process has seen keeps refusing; nothing is counted.
+      d = this.#lockedDecision(key, rule, seen, 'fallback');
+    } else if (this.#policy === 'fallback') {
       const local =
-        op === 'r' ? this.#local.recordFailure(key, rule) : this.#local.checkFailures(key, rule);
+        op === 'r'
+          ? this.#local.recordFailure(key, rule)
+          : op === 'k'
+            ? this.#local.checkFailures(key, rule)
+            : this.#local.recordSuccess(key, rule);
+      // A lockout started during the outage: remember it, and write it back when Redis returns.
+      if ((local as FailureDecision).lockoutStarted)
+        this.#remember(key, now + local.retryAfterMs, rule);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
-      // Nothing is counted, but a lockout this process knows keeps refusing.
-      const known = this.#local.checkFailures(key, rule);
-      d =
-        known.reason === 'locked'
-          ? { ...known, reason: 'fallback' }
-          : this.#storeError(key, rule.maxAttempts);
+      d = this.#storeError(key, rule.maxAttempts);
     }
     return this.#announce(d);
   }
@@ -493,7 +747,7 @@ export class RedisStore implements Store {
       if (now >= this.#nextProbeAt) {
         this.#probing = true;
         this.#nextProbeAt = now + this.#probeMs;
-        this.#deadline(() => this.#call(['PING'], undefined)).then(
+        this.#deadline(() => this.#call(['PING'], undefined), isPong).then(
           () => {
             this.#probing = false;
             this.#up();
@@ -543,5 +797,6 @@ export class RedisStore implements Store {
       },
       `${WHERE}: Redis answers again after ${this.#clock.now() - this.#downSince}ms; ${this.#degraded} decisions were made by onError '${this.#policy}'`,
     );
+    this.#writeBack();
   }
 }

@@ -10,10 +10,15 @@ import { createHash } from 'node:crypto';
  *
  * KEYS[1]  the prefixed key.
  * ARGV[1]  operation: `c` consume or `p` peek followed by the algorithm (`f` fixed window, `s`
- *          sliding window, `t` token bucket), or `k` check failures, `r` record a failure.
+ *          sliding window, `t` token bucket), or `k` check failures, `r` record a failure, `s`
+ *          record a success, `w` write back a lockout the fallback started during an outage.
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek).
- * failures ARGV[2] maxAttempts, ARGV[3] windowMs, ARGV[4] lockoutMs.
+ * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs.
  * ARGV[5]  absent: read the Redis server clock (`TIME`), the normal case; else now in ms (tests).
+ *
+ * Clock steps: state stamped in the future (a window start, a bucket's last refill, a failure
+ * time, a lockout end beyond now + lockoutMs) is clamped to now, exactly as the core algorithms'
+ * `*Clamp` functions do, and written back even by a peek or a check, as `MemoryStore` keeps it.
  *
  * Stored value: one binary string per key, packed with Redis Lua's `struct` library as a kind byte
  * followed by big-endian IEEE doubles (`>c1d…`), so numbers round-trip bit for bit and nothing is
@@ -24,7 +29,8 @@ import { createHash } from 'node:crypto';
  *   `T` expiresAt scaled last                  token bucket (tokens × windowMs), 25 bytes
  *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
  *
- * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`.
+ * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`. A `w`
+ * replies the lockout now in force (the longer of Redis' own and the one written back).
  */
 export const SCRIPT = `
 local key = KEYS[1]
@@ -55,8 +61,16 @@ if code == 'cf' or code == 'pf' then
       exp, start, count = 0, now, 0
     end
   end
+  -- A window starting in the future (the clock stepped back) starts now, keeping its count.
+  local clamped = live and start > now
+  if clamped then start = now end
   if code == 'pf' then
     if not live or now >= start + w then return { 1, limit, 0, 0, 0 } end
+    if clamped then
+      local ttl = w
+      if clocked and ttl < 60000 then ttl = 60000 end
+      redis.call('SET', key, struct.pack('>c1ddd', 'F', start + w, start, count), 'PX', ttl)
+    end
     local reset = start + w - now
     if count < limit then return { 1, limit - count, 0, reset, 0 } end
     return { 0, 0, reset, reset, 0 }
@@ -108,7 +122,7 @@ local function save(value, exp)
   redis.call('SET', key, value, 'PX', ttl)
 end
 
-if code ~= 'k' and code ~= 'r' then
+if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
   local peek = code == 'pf' or code == 'ps' or code == 'pt'
   local limit = tonumber(ARGV[2])
   local w = tonumber(ARGV[3])
@@ -122,6 +136,9 @@ if code ~= 'k' and code ~= 'r' then
       _, exp, start, prev, curr = sunpack('>c1dddd', raw)
       live = now < exp
     end
+    -- A current window starting in the future (the clock stepped back) starts now.
+    local clamped = live and start > now
+    if clamped then start = now end
     local steps = 0
     if not live then
       if peek then return { 1, limit, 0, 0, 0 } end
@@ -150,6 +167,8 @@ if code ~= 'k' and code ~= 'r' then
       elseif live or allowed then
         save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
       end
+    elseif clamped then
+      save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
     end
     if allowed then
       if peek then return { 1, max(0, floor((total - used) / w)), 0, reset, 0 } end
@@ -182,13 +201,21 @@ if code ~= 'k' and code ~= 'r' then
     _, exp, scaled, last = sunpack('>c1ddd', raw)
     live = now < exp
   end
+  local clamped = false
   if not live then
     scaled, last = full, now
+  elseif last > now then
+    -- Last refilled in the future (the clock stepped back): it refills from now on.
+    last, clamped = now, true
   elseif now > last then
     scaled = min(full, scaled + (now - last) * limit)
     last = now
   end
   if peek then
+    if clamped then
+      local untilFull = ceil((full - scaled) / limit)
+      save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
+    end
     local remaining = floor(scaled / w)
     if remaining < 1 then return { 0, 0, ceil((w - scaled) / limit), ceil((full - scaled) / limit), 0 } end
     return { 1, remaining, 0, ceil((full - scaled) / limit), 0 }
@@ -214,6 +241,9 @@ local lockoutMs = tonumber(ARGV[4])
 local raw = load('L', nil)
 local lockedUntil = 0
 local log = {}
+-- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most
+-- lockoutMs from now, a failure logged after now counts as logged now.
+local clamped = false
 if raw then
   local n = (#raw - 17) / 8
   if n ~= floor(n) or n < 0 then
@@ -223,11 +253,13 @@ if raw then
     if now < exp then
       lockedUntil = locked
       if lockedUntil ~= 0 then
+        if lockedUntil > now + lockoutMs then lockedUntil, clamped = now + lockoutMs, true end
         if now >= lockedUntil then lockedUntil = 0 end
       else
         -- A failure exactly windowMs old has expired. (One unpack per time: no stack limit on n.)
         for i = 0, n - 1 do
           local t = sunpack('>d', raw, 18 + 8 * i)
+          if t > now then t, clamped = now, true end
           if t + w > now then log[#log + 1] = t end
         end
       end
@@ -235,9 +267,25 @@ if raw then
   end
 end
 
+if code == 'w' then
+  -- Write back a lockout the fallback started during an outage, with its remaining time: the
+  -- longer of Redis' own lockout and this one stands.
+  local want = now + maxAttempts
+  if lockedUntil == 0 or want > lockedUntil then
+    lockedUntil, clamped = want, true
+  end
+end
+
 if lockedUntil ~= 0 then
+  if clamped then save(spack('>c1dd', 'L', lockedUntil, lockedUntil), lockedUntil) end
   local left = lockedUntil - now
   return { 0, 0, left, left, 0 }
+end
+
+if code == 's' then
+  -- A success: no lockout is in force (that returned above), so the history goes.
+  if raw then redis.call('DEL', key) end
+  return { 1, maxAttempts, 0, 0, 0 }
 end
 
 if code == 'r' then
@@ -252,6 +300,10 @@ if code == 'r' then
   save(table.concat(parts), now + w)
 elseif #log == 0 then
   return { 1, maxAttempts, 0, 0, 0 }
+elseif clamped then
+  local parts = { spack('>c1dd', 'L', log[#log] + w, 0) }
+  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
+  save(table.concat(parts), log[#log] + w)
 end
 return { 1, maxAttempts - #log, 0, log[#log] + w - now, 0 }
 `;

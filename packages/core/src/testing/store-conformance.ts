@@ -321,6 +321,11 @@ export function describeStoreConformance(
         );
         await advance(1250);
         expect(await s.consume('S', sliding, 1)).toEqual(d('S', 4, true, 'allowed', 0, 0, 1750));
+        for (let i = 0; i < 4; i++) await s.consume('T', sliding, 1);
+        await rewind(3_600_000);
+        expect(await s.peek('T', sliding)).toEqual(d('T', 4, false, 'limited', 0, 1250, 2000));
+        await advance(1250);
+        expect(await s.consume('T', sliding, 1)).toEqual(d('T', 4, true, 'allowed', 0, 0, 1750));
 
         for (let i = 0; i < 5; i++) await s.consume('B', bucket, 1);
         await advance(100);

@@ -42,7 +42,7 @@ import { compareSecret, createDeviceTokens } from './secrets.js';
  *   browserLimiter: FailureLimiter,
  *   trustedProxies: readonly string[],
  *   logger: JsonLogger,
- *   board: Pick<StatusBoard, 'record' | 'changed'>,
+ *   board: Pick<StatusBoard, 'record' | 'changed' | 'allowed'>,
  * }} options
  */
 export function createConnect(options) {
@@ -128,12 +128,15 @@ export function createConnect(options) {
 
     /** @param {ConnectAuthResult} result */
     function decided(result) {
+      const limiter = client.origin === undefined ? 'auth' : 'auth-browser';
+      // The limiter let the attempt through (right or wrong credentials); missing ones it never sees.
+      if (result.ok || result.reason === 'invalid') board.allowed(limiter);
       if (!result.ok) {
         at.refuse();
         if (result.reason === 'rate_limited' && result.decision !== undefined) {
           board.record({
             event: 'refused',
-            limiter: client.origin === undefined ? 'auth' : 'auth-browser',
+            limiter,
             scope: creds.scope,
             key: result.decision.key,
             reason: result.decision.reason,

@@ -1,4 +1,4 @@
-// POST /hooks/<name>: webhook ingress guarded by core's webhook gate (DESIGN 3.4). The gateway has
+// POST /hooks/<name>: webhook ingress guarded by core's webhook gate (docs/design.md#webhooks). The gateway has
 // no framework, so it calls createWebhookGate directly and writes the gate's answer as the
 // adapters' webhookGuard do. The gate decides before the body is read: a wrong token costs the
 // sender one failure and us no upload; a right one passes (even during a lockout) and resets the
@@ -22,7 +22,7 @@ const MAX_BODY_BYTES = 256 * 1024;
  *   limiter: FailureLimiter,
  *   trustedProxies: readonly string[],
  *   logger: JsonLogger,
- *   board: Pick<StatusBoard, 'record' | 'changed'>,
+ *   board: Pick<StatusBoard, 'record' | 'changed' | 'allowed'>,
  * }} options
  * @returns {(req: IncomingMessage, res: ServerResponse, name: string) => void} the route handler;
  *   `name` is the path after `/hooks/`
@@ -52,6 +52,7 @@ export function createHookRoute(options) {
 
     /** @param {GateResult} result */
     function decided(result) {
+      if (result.ok || result.answer.status !== 429) board.allowed('webhook');
       if (result.ok) return receive();
       req.resume(); // the body is never read: drain it so the connection can be reused
       const d = result.decision;

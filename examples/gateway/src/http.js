@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createAuthGate, isLoopback } from '@portcullis/core';
 import { bearerOutcome } from './secrets.js';
+import { esc, metaText, renderMain } from './status-view.js';
 
 /** @import { ClientResolver, FailureLimiter, HttpAnswer } from '@portcullis/core' */
 /** @import { IncomingMessage, ServerResponse } from 'node:http' */
@@ -15,8 +16,39 @@ import { bearerOutcome } from './secrets.js';
 /** @import { RunningConfig } from './config.js' */
 /** @import { JsonLogger } from './logger.js' */
 /** @import { StatusBoard } from './status.js' */
+/** @import { Snapshot } from './status-view.js' */
 
-const STATUS_PAGE = readFileSync(new URL('./status-page.html', import.meta.url), 'utf8');
+/**
+ * The page template with the drawing code of status-view.js inlined into its script (the file minus
+ * its `export` line), so the browser redraws with the very functions that drew the first paint.
+ */
+const STATUS_PAGE = (() => {
+  const view = readFileSync(new URL('./status-view.js', import.meta.url), 'utf8').replace(
+    /^export \{[^}]*\};\s*$/m,
+    '',
+  );
+  const page = readFileSync(new URL('./status-page.html', import.meta.url), 'utf8');
+  return page.replace('/*VIEW*/', () => view);
+})();
+
+/**
+ * The status page with the snapshot drawn in (server-side), under this response's nonce.
+ * @param {Snapshot} snapshot
+ * @param {string} nonce
+ */
+export function statusPage(snapshot, nonce) {
+  const fill = /** @type {Record<string, string>} */ ({
+    __NONCE__: nonce,
+    __NAME__: esc(`“${snapshot.gateway.name}”`),
+    __META__: esc(metaText(snapshot)),
+    __NOW__: String(snapshot.now),
+    '<!--MAIN-->': renderMain(snapshot),
+  });
+  return STATUS_PAGE.replace(
+    /__NONCE__|__NAME__|__META__|__NOW__|<!--MAIN-->/g,
+    (k) => fill[k] ?? k,
+  );
+}
 
 /** The page's inline script and style run only under this response's nonce. */
 const STATUS_PAGE_CSP = (/** @type {string} */ nonce) =>
@@ -135,7 +167,8 @@ export function createHttpServer(options) {
       'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer',
     });
-    res.end(STATUS_PAGE.replaceAll('__NONCE__', nonce));
+    // The board's snapshot carries the gateway's own sections too (gateway.js `extra`).
+    res.end(statusPage(/** @type {Snapshot} */ (/** @type {unknown} */ (board.snapshot())), nonce));
   }
 
   const server = createServer(function route(req, res) {

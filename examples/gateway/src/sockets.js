@@ -4,9 +4,10 @@
 // RPC request, answered with the method's result or its error shape. The set of authenticated
 // sockets is kept here too, for the restart event and the status page's connection counts.
 import { isPromise } from '@portcullis/core';
-import { isPortcullisRpcError } from '@portcullis/rpc';
+import { controlPlaneWriteMethods, isPortcullisRpcError } from '@portcullis/rpc';
 import { WebSocketServer } from 'ws';
 import { invalidRequest, isObject, isRequest, parseFrame, sendError } from './protocol.js';
+import { SESSION_METHOD } from './rpc.js';
 
 /** @import { ClientResolver, Timers } from '@portcullis/core' */
 /** @import { IncomingMessage } from 'node:http' */
@@ -27,7 +28,7 @@ const MAX_PAYLOAD = 256 * 1024;
  *   resolveClient: ClientResolver,
  *   timers: Timers,
  *   logger: JsonLogger,
- *   board: Pick<StatusBoard, 'changed'>,
+ *   board: Pick<StatusBoard, 'changed' | 'allowed'>,
  * }} options
  */
 export function createSockets(options) {
@@ -111,8 +112,11 @@ export function createSockets(options) {
       sendError(ws, f.id, invalidRequest('already connected').shape);
       return;
     }
+    const write = isWriteMethod(f.method);
     /** @param {unknown} error */
     const fail = (error) => {
+      // A write the quota let through still counts as allowed when its handler fails.
+      if (write && !isQuotaRefusal(error)) board.allowed('control-plane');
       if (isPortcullisRpcError(error)) {
         sendError(ws, f.id, error.shape);
       } else {
@@ -123,6 +127,10 @@ export function createSockets(options) {
     };
     /** @param {unknown} payload */
     const ok = (payload) => {
+      if (write) board.allowed('control-plane');
+      // Creating a session spends the session window; re-opening a known one is free.
+      if (f.method === SESSION_METHOD && isObject(payload) && payload['created'] === true)
+        board.allowed('session-creation');
       // An asynchronous answer may find the socket already closed.
       if (ws.readyState === ws.OPEN)
         ws.send(JSON.stringify({ type: 'res', id: f.id, ok: true, payload }));
@@ -151,4 +159,23 @@ export function createSockets(options) {
       wss.close();
     },
   };
+}
+
+/** The write patterns of the control-plane quota (`worktrees.*` covers `worktrees.add`). */
+const WRITE_PATTERNS = controlPlaneWriteMethods.map((p) =>
+  p.endsWith('.*') ? { prefix: p.slice(0, -1) } : { exact: p },
+);
+
+/** The control-plane quota counts `method` (for the status chart). @param {string} method */
+function isWriteMethod(method) {
+  return WRITE_PATTERNS.some((p) =>
+    'prefix' in p ? method.startsWith(/** @type {string} */ (p.prefix)) : method === p.exact,
+  );
+}
+
+/** The quota's own refusal (`methodRateLimitedError`: UNAVAILABLE with details.limit). */
+function isQuotaRefusal(/** @type {unknown} */ error) {
+  if (!isPortcullisRpcError(error)) return false;
+  const details = /** @type {{ details?: unknown }} */ (error.shape).details;
+  return error.shape.code === 'UNAVAILABLE' && isObject(details) && 'limit' in details;
 }

@@ -1,6 +1,8 @@
 // The status board behind /status, /status.json and /status/events: active lockouts per limiter
-// with time left (MemoryStore#protectedKeys), buckets in use against their caps, and the last 50
-// refused decisions, collected from core's diagnostics channels and from the gateway's own refusals.
+// with time left (MemoryStore#protectedKeys), buckets in use against their caps, the last 50
+// refused decisions (from core's diagnostics channels and the gateway's own refusals), and the
+// decisions per second of each limiter over the last 5 minutes: allowed (counted by the parts of
+// the gateway that let a request through), refused and lockouts started (the refusals above).
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 
 /** @import { Clock, MemoryStore, PortcullisEvent, Timers } from '@portcullis/core' */
@@ -14,6 +16,15 @@ const MAX_ROWS = 100;
 
 /** How often connected pages get a fresh snapshot even when nothing happened (time left moves). */
 const HEARTBEAT_MS = 1_000;
+
+/** How many seconds of decisions the chart spans. */
+export const RATE_WINDOW_S = 300;
+
+/** The limiters the chart shows, in its order, and their titles when the board has none. */
+const RATE_LIMITERS = ['auth', 'auth-browser', 'webhook', 'control-plane', 'session-creation'];
+const RATE_TITLES = /** @type {Record<string, string>} */ ({
+  'session-creation': 'Session creation',
+});
 
 /**
  * @typedef {object} RefusedEntry
@@ -86,8 +97,76 @@ export function createStatusBoard(options) {
   let heartbeat;
   let closed = false;
 
+  /**
+   * Per limiter, per second (gateway clock): `[allowed, refused, lockouts started]`, seconds in
+   * increasing order, none older than the chart's window.
+   * @type {Map<string, Map<number, [number, number, number]>>}
+   */
+  const rates = new Map(RATE_LIMITERS.map((name) => [name, new Map()]));
+  const titles = new Map(
+    [...failureLimiters, ...windowLimiters].map((l) => [l.name, l.title.replace(/ \(.*\)$/, '')]),
+  );
+
+  /**
+   * @param {string} limiter
+   * @param {0 | 1 | 2} which allowed, refused, lockout started
+   */
+  function bump(limiter, which) {
+    const perSecond = rates.get(limiter);
+    if (perSecond === undefined) return;
+    const second = Math.floor(clock.now() / 1000);
+    let counts = perSecond.get(second);
+    if (counts === undefined) {
+      counts = [0, 0, 0];
+      perSecond.set(second, counts);
+      for (const s of perSecond.keys()) {
+        if (s > second - RATE_WINDOW_S) break;
+        perSecond.delete(s);
+      }
+    }
+    counts[which] += 1;
+  }
+
+  /** The chart's data: only the seconds that saw a decision. */
+  function rateSnapshot() {
+    const nowS = Math.floor(clock.now() / 1000);
+    const from = nowS - RATE_WINDOW_S + 1;
+    return {
+      nowS,
+      windowS: RATE_WINDOW_S,
+      limiters: RATE_LIMITERS.map((limiter) => {
+        /** @type {Array<[number, number, number, number]>} */
+        const points = [];
+        const totals = { allowed: 0, refused: 0, lockouts: 0 };
+        for (const [second, [a, r, l]] of rates.get(limiter) ?? []) {
+          if (second < from || second > nowS) continue;
+          points.push([second, a, r, l]);
+          totals.allowed += a;
+          totals.refused += r;
+          totals.lockouts += l;
+        }
+        return {
+          limiter,
+          title: titles.get(limiter) ?? RATE_TITLES[limiter] ?? limiter,
+          totals,
+          points,
+        };
+      }),
+    };
+  }
+
+  /**
+   * A request one of the gateway's limiters let through (for the chart; refusals and lockouts are
+   * counted by `record`). Pushes nothing by itself: the caller's `changed()` does.
+   * @param {string} limiter
+   */
+  function allowed(limiter) {
+    bump(limiter, 0);
+  }
+
   /** @param {Omit<RefusedEntry, 'seq' | 'at'>} entry */
   function record(entry) {
+    bump(entry.limiter, entry.event === 'lockout' ? 2 : 1);
     refused.push({ seq: ++seq, at: clock.now(), ...entry });
     if (refused.length > REFUSED_CAPACITY) refused = refused.slice(-REFUSED_CAPACITY);
     changed();
@@ -159,6 +238,7 @@ export function createStatusBoard(options) {
       lockouts,
       quotas,
       refused: [...refused].reverse(),
+      rates: rateSnapshot(),
     };
   }
 
@@ -211,7 +291,7 @@ export function createStatusBoard(options) {
     streams.clear();
   }
 
-  return { record, snapshot, changed, stream, close, streams: () => streams.size };
+  return { record, allowed, snapshot, changed, stream, close, streams: () => streams.size };
 }
 
 /** @typedef {ReturnType<typeof createStatusBoard>} StatusBoard */

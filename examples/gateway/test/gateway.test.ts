@@ -508,6 +508,82 @@ describe('status endpoints', () => {
     ]);
   });
 
+  it('counts decisions per second per limiter for the chart: allowed, refused, lockouts started', async () => {
+    const g = await start();
+    for (let i = 0; i < 10; i++) await connect(g.wsUrl, { origin: EVIL, auth: { token: 'x' } });
+    await connect(g.wsUrl, { auth: {} }); // missing credentials: the limiter never sees them
+    g.clock.advance(1_000);
+    await connect(g.wsUrl, { origin: EVIL, auth: { token: TOKEN } });
+    await connect(g.wsUrl, { auth: { token: TOKEN } });
+    const ops = await cli(g, 'ops');
+    for (let i = 0; i < 31; i++) await ops.request('config.patch', { patch: {} });
+    await ops.request('config.get'); // a read: not a control-plane decision
+    for (const id of ['s1', 's2', 's1']) await ops.request('sessions.create', { sessionId: id });
+    g.clock.advance(299_000);
+    for (let i = 0; i < 2; i++)
+      await request(`${g.url}/hooks/github`, {
+        method: 'POST',
+        headers: { 'x-portcullis-token': i === 0 ? HOOK_TOKEN : 'wrong' },
+      });
+
+    const { rates } = g.gateway.status();
+    expect(rates.nowS).toBe(1_300);
+    expect(rates.windowS).toBe(300);
+    const by = Object.fromEntries(rates.limiters.map((l) => [l.limiter, l]));
+    expect(Object.keys(by)).toEqual([
+      'auth',
+      'auth-browser',
+      'webhook',
+      'control-plane',
+      'session-creation',
+    ]);
+    // Second 1000 (10 failures, the 10th starting the lockout) has left the 5-minute window.
+    expect(by['auth-browser']).toMatchObject({
+      title: 'Browser connections',
+      totals: { allowed: 0, refused: 1, lockouts: 0 },
+      points: [[1_001, 0, 1, 0]],
+    });
+    expect(by['auth']?.points).toEqual([[1_001, 2, 0, 0]]); // the loopback CLI twice
+    expect(by['control-plane']?.points).toEqual([[1_001, 30, 1, 0]]);
+    expect(by['session-creation']?.points).toEqual([[1_001, 2, 0, 0]]); // re-opening s1 is free
+    expect(by['webhook']?.points).toEqual([[1_300, 2, 0, 0]]);
+
+    g.clock.set(1_001_000); // back in time: second 1000 is in the window again
+    const earlier = g.gateway.status().rates.limiters[1];
+    expect(earlier?.points).toEqual([
+      [1_000, 10, 0, 1],
+      [1_001, 0, 1, 0],
+    ]);
+  });
+
+  it('serves /status with its data in the HTML: lockouts, countdowns, the chart', async () => {
+    const g = await start();
+    for (let i = 0; i < 10; i++) await connect(g.wsUrl, { origin: EVIL, auth: { token: 'x' } });
+    g.clock.advance(1_000);
+    await connect(g.wsUrl, { origin: EVIL, auth: { token: TOKEN } });
+    const page = await request(`${g.url}/status`);
+    const html = page.body;
+    expect(html).toContain('<span id="name">“test-gateway”</span>');
+    expect(html).toContain(`<main id="board" data-now="1001000">`);
+    // The lockout row, its key wrapping only after separators, its time left counting down.
+    expect(html).toContain(
+      `<tr data-limiter="auth-browser" data-scope="shared-secret" data-key="browser-origin:${EVIL}"><td class="nowrap">shared-secret</td><td class="key">browser-<wbr>origin:<wbr>http://<wbr>evil.<wbr>localhost:<wbr>5173</td><td class="left" data-until="1300000" data-over="0:00">4:59</td></tr>`,
+    );
+    // The refusal, with the time left of the wait it was told, not the wait itself.
+    expect(html).toMatch(
+      /<tr data-event="refused" data-limiter="auth-browser"[^>]*>.*<td class="left" data-until="1300000" data-over="over">4:59<\/td>/,
+    );
+    expect(html).toContain(
+      '<div class="rate-row" data-limiter="auth-browser" data-allowed="10" data-refused="1" data-lockouts="1">',
+    );
+    expect(html).toContain('<rect class="lockout" x="298" y="0" width="1" height="4"></rect>');
+    expect(html).not.toContain('__NONCE__');
+    expect(html).not.toContain('/*VIEW*/');
+    const csp = String(page.headers['content-security-policy']);
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(html).toContain(`<script nonce="${nonce}">`);
+  });
+
   it('keeps only the last 50 refused decisions', async () => {
     const g = await start();
     for (let i = 0; i < 10; i++) await connect(g.wsUrl, { origin: EVIL, auth: { token: 'x' } });

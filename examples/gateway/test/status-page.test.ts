@@ -1,44 +1,139 @@
-// The live status page in headless Chromium: a lockout caused over WebSocket appears on the open
-// page without a reload, its time left moves with the (manual) clock, and a screenshot is saved to
-// examples/gateway/test-results/status.png.
+// The status page in headless Chromium: it arrives with its data drawn in (no script needed), then
+// updates live over Server-Sent Events; times left count down between updates; keys wrap only
+// between words; and the chart shows the demo's refusals as they happen. The last test saves a
+// screenshot to examples/gateway/test-results/status.png.
+//
+// The gateway of the first tests runs on a manual clock, so the page's own clock is paused too
+// (Playwright's page.clock): what the page shows is exactly what the gateway said, until a test
+// moves the page's clock on purpose.
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../../test/support/chromium.js';
 import { connect } from '../src/client.js';
+import { loadConfig } from '../src/config.js';
+import { runDemo } from '../src/demo.js';
+import { createGateway } from '../src/gateway.js';
+import { createMemoryLogger } from '../src/logger.js';
+import { DEFAULT_CONFIG } from '../src/main.js';
 import { type Harness, HOOK_TOKEN, request, startGateway, TOKEN } from './helpers.js';
 
 const RESULTS = fileURLToPath(new URL('../test-results/', import.meta.url));
 const EVIL = 'http://evil.localhost:5173';
 
 let browser: Browser | undefined;
-let h: Harness | undefined;
+/** Errors the pages of the current test reported. */
 const problems: string[] = [];
+const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
   browser = await launchChromium('The status page test');
-  h = await startGateway();
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
-  await h?.close();
 });
 
-async function openStatus(g: Harness): Promise<Page> {
-  const page = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
+beforeEach(() => {
+  problems.length = 0;
+});
+
+// Each test's pages close with it, before its gateway stops (a live page would then report the
+// lost connection).
+async function closePages(): Promise<void> {
+  for (const context of contexts.splice(0)) await context.close();
+}
+afterEach(closePages);
+
+async function newPage(width = 1280, javaScriptEnabled = true): Promise<Page> {
+  const context = await (browser as Browser).newContext({
+    viewport: { width, height: 900 },
+    javaScriptEnabled,
+  });
+  contexts.push(context);
+  const page = await context.newPage();
   page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
   page.on('console', (msg) => {
     if (msg.type() === 'error') problems.push(`console: ${msg.text()}`);
   });
+  return page;
+}
+
+/**
+ * Run in the page: the text nodes of key cells drawn on more than one line. `<wbr>` splits a key
+ * into text nodes between its separators, so such a node is a word broken in the middle.
+ */
+const BROKEN_WORDS = `(() => {
+  const out = [];
+  for (const cell of document.querySelectorAll('td.key'))
+    for (const node of cell.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (lines.size > 1) out.push(node.textContent);
+    }
+  return out;
+})()`;
+
+/** Opens /status with the page's clock paused (the gateway's clock is manual), once live. */
+async function openStatus(g: Harness, width?: number): Promise<Page> {
+  const page = await newPage(width);
+  await page.clock.install();
+  await page.clock.pauseAt(Date.now() + 1_000);
   await page.goto(`${g.url}/status`);
   await page.locator('#live.live').waitFor();
   return page;
 }
 
-describe('/status in Chromium', () => {
-  it('shows a lockout live, counts its time down, and lists the refusal', {
+/** Ten wrong tokens from a page of `origin`: locked out on the 10th. */
+async function lockOut(g: Harness, origin = EVIL): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    const r = await connect(g.wsUrl, { origin, auth: { token: `guess-${i}` } });
+    expect(r.close?.code).toBe(1008);
+  }
+}
+
+describe('/status without JavaScript', () => {
+  it('arrives with its data: without JavaScript it shows the lockout, its time left and the chart', async () => {
+    const g = await startGateway();
+    try {
+      await lockOut(g);
+      g.clock.advance(2_000);
+      const page = await newPage(1280, false);
+      await page.goto(`${g.url}/status`);
+      await expect(page.locator('#name').textContent()).resolves.toBe('“test-gateway”');
+      await expect(page.locator('#live').textContent()).resolves.toBe('snapshot');
+      const row = page.locator(
+        `section.card[data-limiter="auth-browser"] tr[data-key="browser-origin:${EVIL}"]`,
+      );
+      await expect(row.locator('td').allTextContents()).resolves.toEqual([
+        'shared-secret',
+        `browser-origin:${EVIL}`,
+        '4:58',
+      ]);
+      const chart = page.locator('.rate-row[data-limiter="auth-browser"]');
+      await expect(chart.getAttribute('data-lockouts')).resolves.toBe('1');
+      await expect(chart.locator('rect.allowed').count()).resolves.toBe(1);
+      await expect(chart.locator('rect.lockout').count()).resolves.toBe(1);
+    } finally {
+      await closePages();
+      await g.close();
+    }
+  });
+});
+
+describe('/status in Chromium, on a manual clock', () => {
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    h = await startGateway();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('shows a lockout live, counts its time down between updates, and lists the refusal', {
     timeout: 60_000,
   }, async () => {
     const g = h as Harness;
@@ -48,10 +143,7 @@ describe('/status in Chromium', () => {
     await expect(browserCard.locator('.none').textContent()).resolves.toBe('none');
 
     // A page from another local origin brute-forces the WebSocket: locked out on the 10th failure.
-    for (let i = 0; i < 10; i++) {
-      const r = await connect(g.wsUrl, { origin: EVIL, auth: { token: `guess-${i}` } });
-      expect(r.close?.code).toBe(1008);
-    }
+    await lockOut(g);
     const row = browserCard.locator(`tr[data-key="browser-origin:${EVIL}"]`);
     await row.waitFor({ timeout: 10_000 });
     await expect(row.locator('td').allTextContents()).resolves.toEqual([
@@ -64,20 +156,26 @@ describe('/status in Chromium', () => {
       page.locator('#refused tbody tr[data-event="lockout"] td').nth(2).textContent(),
     ).resolves.toBe('auth-browser');
 
-    // Time passes on the gateway's clock: the heartbeat pushes, the page counts down.
+    // Between updates the page counts down by itself…
+    await page.clock.runFor(2_000);
+    await expect(row.locator('td.left').textContent()).resolves.toBe('4:58');
+    // …and each update sets it to what the gateway says.
     g.clock.advance(3_000);
-    await page
-      .locator(`tr[data-key="browser-origin:${EVIL}"] td.left`, { hasText: '4:57' })
-      .waitFor();
+    await row.locator('td.left', { hasText: '4:57' }).waitFor();
 
-    // The right token during the lockout: refused, and the refusal shows up on the page.
+    // The right token during the lockout: refused, and the refusal shows up on the page with the
+    // time left of the wait it was told.
     const refused = await connect(g.wsUrl, { origin: EVIL, auth: { token: TOKEN } });
     expect(refused.frame.error?.details?.code).toBe('AUTH_RATE_LIMITED');
-    await page.locator('#refused tbody tr[data-event="refused"]').first().waitFor();
+    const refusal = page.locator('#refused tbody tr[data-event="refused"]').first();
+    await refusal.waitFor();
+    await expect(refusal.locator('td.left').textContent()).resolves.toBe('4:57');
     await expect(page.locator('#refused-count').textContent()).resolves.toBe('2');
+    const chart = page.locator('.rate-row[data-limiter="auth-browser"]');
+    await expect(chart.getAttribute('data-refused')).resolves.toBe('1');
   });
 
-  it('shows blocked control-plane buckets, sessions, restarts and webhook lockouts; screenshot', {
+  it('shows blocked control-plane buckets, sessions, restarts and webhook lockouts', {
     timeout: 60_000,
   }, async () => {
     const g = h as Harness;
@@ -105,10 +203,9 @@ describe('/status in Chromium', () => {
     g.clock.advance(1_000);
 
     const quota = page.locator('section.card[data-limiter="control-plane"]');
-    await quota.locator('tr[data-key="config.patch|ops-laptop|127.0.0.1"]').waitFor();
-    await expect(
-      quota.locator('tr[data-key="config.patch|ops-laptop|127.0.0.1"] td.left').textContent(),
-    ).resolves.toBe('0:59');
+    await quota
+      .locator('tr[data-key="config.patch|ops-laptop|127.0.0.1"] td.left', { hasText: '0:59' })
+      .waitFor();
     const hooks = page.locator('section.card[data-limiter="webhook"]');
     await hooks.locator('tr[data-key="127.0.0.1"]').waitFor();
     await expect(
@@ -117,11 +214,66 @@ describe('/status in Chromium', () => {
     const restart = page.locator('section.card[data-limiter="restart"] dd');
     await expect(restart.nth(0).textContent()).resolves.toBe('1');
     await expect(restart.nth(1).textContent()).resolves.toBe('in 0:34 (plugin update)');
+    const rates = page.locator('.rate-row[data-limiter="control-plane"]');
+    // 31 config.patch and 2 restart requests: 32 let through, the 31st config.patch refused.
+    await expect(rates.getAttribute('data-allowed')).resolves.toBe('32');
+    await expect(rates.getAttribute('data-refused')).resolves.toBe('1');
     ops.client.close();
-
-    mkdirSync(RESULTS, { recursive: true });
-    await page.screenshot({ path: `${RESULTS}status.png`, fullPage: true });
-    expect(existsSync(`${RESULTS}status.png`)).toBe(true);
     expect(problems).toEqual([]);
+  });
+
+  it('wraps keys only between words, however narrow the window', async () => {
+    const g = h as Harness;
+    await lockOut(g, 'http://a-rather-long-subdomain-name.of-a-page.localhost:51730');
+    const page = await openStatus(g, 640);
+    const keys = page.locator('td.key');
+    expect(await keys.count()).toBeGreaterThan(3);
+    const broken = await page.evaluate<string[]>(BROKEN_WORDS);
+    expect(broken).toEqual([]);
+    const wrapped = await page.evaluate<number>(
+      "[...document.querySelectorAll('td.key')].filter((cell) => cell.getBoundingClientRect().height > 30).length",
+    );
+    expect(wrapped).toBeGreaterThan(0); // the narrow window did make keys wrap (between words)
+  });
+});
+
+describe('/status in Chromium, during the demo (real time)', () => {
+  it('charts the demo’s refusals per limiter as they happen; screenshot', {
+    timeout: 60_000,
+  }, async () => {
+    const gateway = createGateway({
+      config: loadConfig(DEFAULT_CONFIG),
+      configPath: DEFAULT_CONFIG,
+      logger: createMemoryLogger(),
+    });
+    const { url } = await gateway.listen({ port: 0 });
+    try {
+      const page = await newPage(1280);
+      await page.goto(`${url}/status`);
+      await page.locator('#live.live').waitFor();
+      const result = await runDemo({ url, write: () => {} });
+      expect(result.steps.filter((s) => s.outcome === 'fail')).toEqual([]);
+
+      // Every limiter the demo pushed past its limit shows refusals in the chart.
+      const limiters = ['auth-browser', 'webhook', 'control-plane', 'session-creation'];
+      for (const limiter of limiters) {
+        const row = page.locator(`.rate-row[data-limiter="${limiter}"]`);
+        await row.locator('rect.refused').first().waitFor({ state: 'attached' });
+        expect(Number(await row.getAttribute('data-refused'))).toBeGreaterThan(0);
+      }
+      const auth = page.locator('.rate-row[data-limiter="auth-browser"]');
+      expect(Number(await auth.getAttribute('data-lockouts'))).toBe(1);
+      await expect(
+        page.locator('.rate-row[data-limiter="session-creation"]').getAttribute('data-allowed'),
+      ).resolves.toBe('120');
+
+      mkdirSync(RESULTS, { recursive: true });
+      await page.screenshot({ path: `${RESULTS}status.png`, fullPage: true });
+      expect(existsSync(`${RESULTS}status.png`)).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await closePages();
+      await gateway.close();
+    }
   });
 });

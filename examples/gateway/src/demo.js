@@ -317,7 +317,7 @@ export async function runDemo(options = {}) {
       const first = await post(hookToken);
       expect(first.status === 202, 'the right token → 202', first.status);
       const limit = presets.webhookAuth.maxAttempts;
-      // Every counted failure gets 401, the one that starts the lockout too (DESIGN 3.1).
+      // Every counted failure gets 401, the one that starts the lockout too (docs/design.md#webhooks).
       for (let i = 1; i <= limit; i++) {
         const r = await post(`bad-${i}`);
         expect(r.status === 401, `wrong token ${i} → 401`, r.status);

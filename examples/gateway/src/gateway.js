@@ -1,6 +1,6 @@
 // The reference gateway: one Node HTTP server with a `ws` WebSocket endpoint, carrying every
-// Portcullis limit of DESIGN section 3. This file only puts the parts together and owns start and
-// stop: connect.js (first-frame auth), rpc.js (methods, quotas, sessions), restart.js, hooks.js
+// Portcullis limit (docs/design.md#limits). This file only puts the parts together and owns start
+// and stop: connect.js (first-frame auth), rpc.js (methods, quotas, sessions), restart.js, hooks.js
 // (webhooks), sockets.js and http.js (the transports), status.js (the live board) and limits.js
 // (the failure limiters and the limits in words). Everything is in memory, in one process.
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
 // The gateway's failure limiters and the limits in words. The three failure limiters are built
-// here, once per process (DESIGN 3.8), rather than inside the gates that use them: `auth` and
+// here, once per process (docs/design.md#per-process-state), rather than inside the gates that use them: `auth` and
 // `auth-browser` guard both `connect` and the /status bearer check, so a lockout earned on one
 // holds on the other, and the status board reads each one's store. The control-plane quota and
 // the session limit live in rpc.js, the restart scheduler in restart.js.
@@ -22,7 +22,7 @@ export function createFailureLimiters(rl, { clock, timers, logger }) {
     auth: createFailureLimiter({ ...rl, name: 'auth', clock, timers, logger }),
     browser: createFailureLimiter({
       ...rl,
-      exemptLoopback: false, // DESIGN 3.3: a page in a local browser is never exempt
+      exemptLoopback: false, // a page in a local browser is never exempt (docs/design.md#browser-origins)
       name: 'auth-browser',
       clock,
       timers,

@@ -1,5 +1,5 @@
 // The restart scheduler and what a restart does here. Core's scheduler coalesces requests and keeps
-// restarts 30 s apart (DESIGN 3.6); this gateway only simulates the restart itself: the config file
+// restarts 30 s apart (docs/design.md#restart-cooldown); this gateway only simulates the restart itself: the config file
 // is read again (the config in force is kept if the file became invalid) and every connected
 // client is told, while the process and the limiters' state live on. Port and limiter numbers
 // therefore change only when the process itself restarts.

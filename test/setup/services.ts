@@ -23,7 +23,7 @@ const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 interface Services {
   users: number;
-  redis?: ChildProcess;
+  redis?: ChildProcess | undefined;
 }
 
 const KEY = Symbol.for('portcullis.test.services');
@@ -153,7 +153,7 @@ export default async function setup(_project: TestProject): Promise<() => Promis
   return async () => {
     services.users -= 1;
     if (services.users > 0) return;
-    shared[KEY] = undefined;
+    delete shared[KEY];
     const redis = services.redis;
     services.redis = undefined;
     if (redis && redis.exitCode === null && redis.signalCode === null) {

@@ -71,6 +71,15 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   recordSuccess(subject: Subject, scope?: string): D;
   /** Forgets `subject`'s failures and lockout in `scope`. */
   reset(subject: Subject, scope?: string): D;
+  /**
+   * Changes the numbers in force without a restart. History and earned lockouts are kept. A
+   * lowered `maxAttempts` applies at once: a subject already at or over it is locked from its next
+   * call, with the new `lockoutMs`. Raising a number never releases an earned lockout; a lowered
+   * `lockoutMs` caps a lockout in force at the new length (no wait ever exceeds `lockoutMs`).
+   * `config` shows the new values.
+   * @throws {PortcullisConfigError} for a wrong or unknown option
+   */
+  reconfigure(partial: FailureLimiterReconfig): void;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
@@ -89,6 +98,14 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   /** The logger lockouts are reported to, if any (a gate's browser limiter shares it). */
   readonly logger: Logger | undefined;
 }
+
+/** What {@link FailureLimiter.reconfigure} may change. */
+export type FailureLimiterReconfig = Partial<
+  Pick<
+    FailureLimiterOptions,
+    'maxAttempts' | 'windowMs' | 'lockoutMs' | 'exemptLoopback' | 'dryRun'
+  >
+>;
 
 /** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
 const uncounted = new WeakSet<Decision>();
@@ -118,6 +135,14 @@ export const failureLimiterSpec = {
   logger: withMethods<Logger>('warn', 'error'),
   dryRun: boolean,
   name: nonEmptyString,
+};
+
+const failureReconfigureSpec = {
+  maxAttempts: failureLimiterSpec.maxAttempts,
+  windowMs: failureLimiterSpec.windowMs,
+  lockoutMs: failureLimiterSpec.lockoutMs,
+  exemptLoopback: failureLimiterSpec.exemptLoopback,
+  dryRun: failureLimiterSpec.dryRun,
 };
 
 interface ResolvedSubject {
@@ -173,7 +198,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     dryRun: o.dryRun ?? false,
     name: o.name ?? 'auth',
   };
-  const rule: FailureRule = {
+  let rule: FailureRule = {
     maxAttempts: config.maxAttempts,
     windowMs: config.windowMs,
     lockoutMs: config.lockoutMs,
@@ -299,7 +324,24 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     );
   }
 
+  function reconfigure(partial: FailureLimiterReconfig): void {
+    const p = parseOptions(partial, failureReconfigureSpec, 'reconfigure');
+    // The stores read every number from the call's rule: history and lockouts are kept and judged
+    // by the new numbers from the next call on (see FailureLimiter.reconfigure).
+    if (p.maxAttempts !== undefined) config.maxAttempts = p.maxAttempts;
+    if (p.windowMs !== undefined) config.windowMs = p.windowMs;
+    if (p.lockoutMs !== undefined) config.lockoutMs = p.lockoutMs;
+    if (p.exemptLoopback !== undefined) config.exemptLoopback = p.exemptLoopback;
+    if (p.dryRun !== undefined) config.dryRun = p.dryRun;
+    rule = {
+      maxAttempts: config.maxAttempts,
+      windowMs: config.windowMs,
+      lockoutMs: config.lockoutMs,
+    };
+  }
+
   return {
+    reconfigure,
     check,
     recordFailure,
     recordSuccess,

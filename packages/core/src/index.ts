@@ -22,12 +22,14 @@ export {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  type FailureLimiterReconfig,
   type Subject,
 } from './failure-limiter.js';
 export {
   createWindowLimiter,
   type WindowLimiter,
   type WindowLimiterOptions,
+  type WindowLimiterReconfig,
 } from './window-limiter.js';
 export {
   createSessionCreationLimiter,
@@ -80,8 +82,11 @@ export {
   type WebhookGate,
   type WebhookGateOptions,
 } from './http/webhook-gate.js';
+export type { BrowserBudgetOptions } from './http/browser-budget.js';
+export type { PerRequest } from './http/policies.js';
 export {
   createRequestGate,
+  type RawResponse,
   type RequestGate,
   type RequestGateOptions,
   type RequestResult,

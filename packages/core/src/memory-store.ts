@@ -404,10 +404,16 @@ export class MemoryStore implements Store {
     const slot = this.#live(key, 'failure', now);
     if (slot === undefined) return undefined;
     this.#clamp(slot, rule, now);
-    if (failureRoll(slot.state as FailureState, now, rule) === undefined) {
+    const state = failureRoll(slot.state as FailureState, now, rule);
+    if (state === undefined) {
       this.#slots.delete(key);
       this.#saturatedUntil = 0;
       return undefined;
+    }
+    // A roll may start a lockout (a lowered maxAttempts): it must be protected like any other.
+    if (state.lockedUntil > slot.protectedUntil) {
+      slot.protectedUntil = state.lockedUntil;
+      slot.expiresAt = state.lockedUntil;
     }
     return slot;
   }

@@ -68,6 +68,13 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
   close(): MaybePromise<void>;
   /** The rule in force. */
   readonly rule: WindowRule;
+  /**
+   * Changes the numbers in force without a restart: counts are kept and read under the new rule
+   * from the next call on (a key already over a lowered limit is refused at once; raising the
+   * limit frees room at once). `rule` shows the new values.
+   * @throws {PortcullisConfigError} for a wrong or unknown option
+   */
+  reconfigure(partial: WindowLimiterReconfig): void;
   /** The limiter's name. */
   readonly name: string;
   /** Whether the limiter is in dry-run mode. */
@@ -87,6 +94,18 @@ const windowLimiterSpec = {
   logger: withMethods<Logger>('warn', 'error'),
   dryRun: boolean,
   name: nonEmptyString,
+};
+
+/** What {@link WindowLimiter.reconfigure} may change. */
+export type WindowLimiterReconfig = Partial<
+  Pick<WindowLimiterOptions, 'limit' | 'windowMs' | 'algorithm' | 'dryRun'>
+>;
+
+const reconfigureSpec = {
+  limit: windowLimiterSpec.limit,
+  windowMs: windowLimiterSpec.windowMs,
+  algorithm: windowLimiterSpec.algorithm,
+  dryRun: windowLimiterSpec.dryRun,
 };
 
 /** Validates a per-call cost: a positive safe integer. */
@@ -109,14 +128,14 @@ export function createWindowLimiter(
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter;
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter {
   const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
-  const rule: WindowRule = Object.freeze({
+  let rule: WindowRule = Object.freeze({
     algorithm: o.algorithm ?? 'fixed-window',
     limit: o.limit ?? 60,
     windowMs: o.windowMs ?? 60_000,
   });
   checkLimitSpan(rule.limit, rule.windowMs, 'createWindowLimiter');
   const name = o.name ?? 'default';
-  const dryRun = o.dryRun ?? false;
+  let dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
   const logger = safeLogger(o.logger);
   const policyMember = (options as Record<symbol, unknown> | undefined)?.[POLICY_MEMBER] === true;
@@ -179,9 +198,26 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       ),
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),
-    rule,
+    reconfigure(partial: WindowLimiterReconfig): void {
+      const p = parseOptions(partial, reconfigureSpec, 'reconfigure');
+      const next = Object.freeze({
+        algorithm: p.algorithm ?? rule.algorithm,
+        limit: p.limit ?? rule.limit,
+        windowMs: p.windowMs ?? rule.windowMs,
+      });
+      checkLimitSpan(next.limit, next.windowMs, 'reconfigure');
+      // Counts are kept: the next call reads them under the new rule. A changed algorithm starts
+      // each key afresh, because one algorithm's state means nothing to another.
+      rule = next;
+      dryRun = p.dryRun ?? dryRun;
+    },
+    get rule() {
+      return rule;
+    },
     name,
-    dryRun,
+    get dryRun() {
+      return dryRun;
+    },
     store,
   };
 }

@@ -54,6 +54,12 @@ export function failureRoll(
   while (drop < log.length && (log[drop] as number) + rule.windowMs <= now) drop++;
   if (drop === log.length) return undefined;
   if (drop > 0) log.splice(0, drop);
+  // Only after `maxAttempts` was lowered (reconfigure) can a live log hold that many failures: the
+  // subject is over the new limit and is locked from this call on, with the lockout in force now.
+  if (log.length >= rule.maxAttempts) {
+    log.length = 0;
+    state.lockedUntil = now + rule.lockoutMs;
+  }
   return state;
 }
 

@@ -13,6 +13,7 @@ import {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  type FailureLimiterReconfig,
   failureLimiterOption,
   failureLimiterSpec,
   normalizeScope,
@@ -151,6 +152,11 @@ export interface AuthGate<Req> {
   readonly limiter: FailureLimiter;
   /** The limiter for browser clients (requests with `Origin`). */
   readonly browserLimiter: FailureLimiter;
+  /**
+   * Changes the numbers in force (see `FailureLimiter.reconfigure`): the gate's limiter, and the
+   * browser limiter and budgets built from it, follow at once; earned lockouts are kept.
+   */
+  reconfigure(partial: FailureLimiterReconfig): void;
 }
 
 /** Freezes an error shape and its details, so a shared one cannot be changed by a caller. */
@@ -236,6 +242,27 @@ export function createAuthGate<Req>(
     };
   }
 
+  /**
+   * The browser limiter the gate built has the main limiter's numbers: when the main one was
+   * reconfigured (through this gate or directly), it follows before its next decision.
+   */
+  function followMain(): void {
+    const m = limiter.config;
+    const b = browserLimiter.config;
+    if (
+      b.maxAttempts !== m.maxAttempts ||
+      b.windowMs !== m.windowMs ||
+      b.lockoutMs !== m.lockoutMs ||
+      b.dryRun !== m.dryRun
+    )
+      browserLimiter.reconfigure({
+        maxAttempts: m.maxAttempts,
+        windowMs: m.windowMs,
+        lockoutMs: m.lockoutMs,
+        dryRun: m.dryRun,
+      });
+  }
+
   /** The lockout sequence on one limiter (non-browser clients): check, then count or reset. */
   function decideOne(
     lim: FailureLimiter,
@@ -309,6 +336,7 @@ export function createAuthGate<Req>(
         found,
         scope,
       );
+    if (o.browserLimiter === undefined) followMain();
     const checks = browser.checks(client);
     return checks.length === 1
       ? decideOne(browserLimiter, (checks[0] as BudgetCheck).subject, found, scope)
@@ -324,5 +352,8 @@ export function createAuthGate<Req>(
     decide,
     limiter,
     browserLimiter,
+    reconfigure(partial: FailureLimiterReconfig): void {
+      limiter.reconfigure(partial);
+    },
   };
 }

@@ -46,16 +46,16 @@ const aggregateCache = new WeakMap<FailureLimiter, Map<string, Aggregates>>();
  * numbers, so gates that share a browser limiter (HTTP and WS of one gateway) share the budgets.
  */
 function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): Aggregates {
-  const c = browser.config;
-  const perSite = options.perSite ?? c.maxAttempts;
-  const allOrigins = options.allOrigins ?? ALL_ORIGINS_MULTIPLE * c.maxAttempts;
-  const id = `${perSite}/${allOrigins}`;
+  const id = `${options.perSite ?? 'max'}/${options.allOrigins ?? 'x3'}`;
   let byNumbers = aggregateCache.get(browser);
   if (byNumbers === undefined) {
     byNumbers = new Map();
     aggregateCache.set(browser, byNumbers);
   }
   let found = byNumbers.get(id);
+  const c = browser.config;
+  const perSite = options.perSite ?? c.maxAttempts;
+  const allOrigins = options.allOrigins ?? ALL_ORIGINS_MULTIPLE * c.maxAttempts;
   if (found === undefined) {
     // In a store of their own where stores are bounded: other browser keys (remote clients with
     // an Origin) must not be able to evict an aggregate and so refund what it counted.
@@ -73,8 +73,28 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
       });
     found = { site: make('site', perSite), all: make('all-origins', allOrigins) };
     byNumbers.set(id, found);
+  } else {
+    // The browser limiter was reconfigured: the budgets follow, keeping what they counted.
+    follow(found.site, perSite, c);
+    follow(found.all, allOrigins, c);
   }
   return found;
+}
+
+function follow(aggregate: FailureLimiter, maxAttempts: number, c: FailureLimiter['config']): void {
+  const a = aggregate.config;
+  if (
+    a.maxAttempts !== maxAttempts ||
+    a.windowMs !== c.windowMs ||
+    a.lockoutMs !== c.lockoutMs ||
+    a.dryRun !== c.dryRun
+  )
+    aggregate.reconfigure({
+      maxAttempts,
+      windowMs: c.windowMs,
+      lockoutMs: c.lockoutMs,
+      dryRun: c.dryRun,
+    });
 }
 
 /** What a gate needs for browser requests: the limiter and the checks of one client. */
@@ -98,14 +118,15 @@ export function browserBudgets(
   browser: FailureLimiter,
   options: BrowserBudgetOptions = {},
 ): BrowserBudgets {
-  const { site, all } = aggregatesOf(browser, options);
   const allSubject = { key: ALL_ORIGINS_KEY, exempt: false };
+  aggregatesOf(browser, options);
   return {
     limiter: browser,
     checks(client: ClientInfo): readonly BudgetCheck[] {
       const subject = authSubject(client, { exemptLoopback: false });
       const own: BudgetCheck = { limiter: browser, subject };
       if (client.ip === undefined || !isLoopback(client.ip)) return [own];
+      const { site, all } = aggregatesOf(browser, options);
       return [
         own,
         {

@@ -19,7 +19,12 @@ import {
 } from '../options.js';
 import type { Algorithm, Store } from '../store.js';
 import { MemoryStore } from '../memory-store.js';
-import { checkCost, createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
+import {
+  checkCost,
+  createWindowLimiter,
+  type WindowLimiter,
+  type WindowLimiterReconfig,
+} from '../window-limiter.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
 import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
 import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
@@ -117,6 +122,11 @@ export interface RequestGate<Req, Res = unknown> {
   readonly limiter: WindowLimiter;
   /** Stops the timers of the store the gate built (a store you passed is yours to close). */
   close(): MaybePromise<void>;
+  /**
+   * Changes the numbers in force (see `WindowLimiter.reconfigure`); counts are kept and the
+   * headers advertise the new policy from the next request. Not for per-request policies.
+   */
+  reconfigure(partial: WindowLimiterReconfig): void;
   /** True when the outcome of a request matters (`skipSuccessfulRequests` / `skipFailedRequests`). */
   readonly tracksOutcome: boolean;
   /**
@@ -225,8 +235,9 @@ export function createRequestGate<Req, Res = unknown>(
       ...(typeof windowOpt === 'number' && { windowMs: windowOpt }),
       ...limiterOptions,
     });
-  const writeHeaders = createHeaderWriter({
-    windowMs: limiter.rule.windowMs,
+  let writerRule = limiter.rule;
+  let writeHeaders = createHeaderWriter({
+    windowMs: writerRule.windowMs,
     name: limiter.name,
     mode,
   });
@@ -265,6 +276,15 @@ export function createRequestGate<Req, Res = unknown>(
   }
 
   function result(d: Decision): RequestResult {
+    // A reconfigured limiter has a new rule object: advertise its window from now on.
+    if (limiter.rule !== writerRule) {
+      writerRule = limiter.rule;
+      writeHeaders = createHeaderWriter({
+        windowMs: writerRule.windowMs,
+        name: limiter.name,
+        mode,
+      });
+    }
     return answer(d, writeHeaders(d));
   }
 
@@ -398,6 +418,7 @@ export function createRequestGate<Req, Res = unknown>(
       return skip ? undefined : decide(raw, req);
     },
     limiter,
+    reconfigure: (partial: WindowLimiterReconfig) => limiter.reconfigure(partial),
     tracksOutcome,
     track(result: RequestResult, rawRes: RawResponse, req: Req, res: Res): void {
       if (!tracksOutcome || !result.ok) return;

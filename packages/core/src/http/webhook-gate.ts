@@ -7,6 +7,7 @@ import {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
+  type FailureLimiterReconfig,
   failureLimiterOption,
   refusedUncounted,
 } from '../failure-limiter.js';
@@ -45,6 +46,8 @@ export interface WebhookGate<Req> {
   run(raw: RawRequest, req: Req): MaybePromise<GateResult>;
   /** The limiter in use. */
   readonly limiter: FailureLimiter;
+  /** Changes the numbers in force (see `FailureLimiter.reconfigure`); earned lockouts are kept. */
+  reconfigure(partial: FailureLimiterReconfig): void;
 }
 
 /**
@@ -126,5 +129,6 @@ export function createWebhookGate<Req>(
       return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
     },
     limiter,
+    reconfigure: (partial: FailureLimiterReconfig) => limiter.reconfigure(partial),
   };
 }

@@ -142,11 +142,13 @@ export class MemoryStore implements Store {
       slot !== undefined &&
       rule.algorithm === 'fixed-window' &&
       now < (slot.state as FixedWindowState).start + rule.windowMs &&
-      (slot.state as FixedWindowState).start <= now
+      (slot.state as FixedWindowState).start <= now &&
+      slot.expiresAt === (slot.state as FixedWindowState).start + rule.windowMs
     ) {
       // The hot path: a live fixed window only counts; its start and expiry do not move. (The
       // window test above uses this call's rule, so a key met again under a shorter window rolls;
-      // a start in the future, left by a clock that stepped back, goes the slow way and is clamped.)
+      // under a longer one, whose expiry must move, it goes the slow way, as the Redis script does;
+      // so does a start in the future, left by a clock that stepped back, which is clamped.)
       const state = slot.state as FixedWindowState;
       const d = fixedWindowConsume(state, now, rule, cost, key);
       if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;

@@ -21,15 +21,17 @@ import { RedisStore } from './index.js';
 type Op =
   | { t: 'consume'; key: string; rule: number; cost: number; wait: boolean }
   | { t: 'peek'; key: string; rule: number; wait: boolean }
-  | { t: 'check'; key: string; wait: boolean }
-  | { t: 'record'; key: string }
-  | { t: 'success'; key: string }
+  | { t: 'check'; key: string; frule: number; wait: boolean }
+  | { t: 'record'; key: string; frule: number }
+  | { t: 'success'; key: string; frule: number }
   | { t: 'delete'; key: string }
   | { t: 'advance'; ms: number }
   | { t: 'rewind'; ms: number };
 
-// One rule per algorithm per run: a key may change algorithm, but a key never sees two rules of the
-// same algorithm (limiters keep one rule per name, and the name is in the key).
+// The first property uses one rule per algorithm per run: a key may change algorithm, but never
+// meets two rules of the same algorithm (limiters keep one rule per name, and the name is in the
+// key). The second gives each algorithm and the failure log two rules, as a limiter reconfigured
+// live (`reconfigure`) does.
 const windowRule = (algorithm: WindowRule['algorithm']) =>
   fc.record({
     algorithm: fc.constant(algorithm),
@@ -51,7 +53,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       t: fc.constant('consume' as const),
       key,
-      rule: fc.nat(2),
+      rule: fc.nat(5),
       cost: fc.integer({ min: 1, max: 14 }),
       wait: fc.boolean(),
     }),
@@ -61,16 +63,27 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       t: fc.constant('peek' as const),
       key,
-      rule: fc.nat(2),
+      rule: fc.nat(5),
       wait: fc.boolean(),
     }),
   },
   {
     weight: 2,
-    arbitrary: fc.record({ t: fc.constant('check' as const), key, wait: fc.boolean() }),
+    arbitrary: fc.record({
+      t: fc.constant('check' as const),
+      key,
+      frule: fc.nat(1),
+      wait: fc.boolean(),
+    }),
   },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('record' as const), key }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('success' as const), key }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ t: fc.constant('record' as const), key, frule: fc.nat(1) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constant('success' as const), key, frule: fc.nat(1) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), key }) },
   {
     weight: 2,
@@ -122,6 +135,94 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
   });
   afterAll(() => client?.close());
 
+  /** Runs `ops` on both stores; `rules[i % n]` and `frules[i % n]` pick the rule of each call. */
+  async function run(rules: WindowRule[], frules: FailureRule[], ops: Op[]): Promise<void> {
+    const clock = manualClock(1_700_000_000_000);
+    const prefix = uniquePrefix('equiv');
+    const memory = new MemoryStore({ clock, timers: clock });
+    const redis = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      onError: 'closed',
+    });
+    const windowRuleOf = (i: number) => rules[i % rules.length] as WindowRule;
+    const failureRuleOf = (i: number) => frules[i % frules.length] as FailureRule;
+    try {
+      for (const o of ops) {
+        switch (o.t) {
+          case 'advance':
+            clock.advance(o.ms);
+            break;
+          case 'rewind':
+            clock.set(clock.now() - o.ms);
+            break;
+          case 'consume': {
+            const rule = windowRuleOf(o.rule);
+            const d = memory.consume(o.key, rule, o.cost);
+            expect(await redis.consume(o.key, rule, o.cost)).toEqual(d);
+            windowBounded(d, rule);
+            if (!d.allowed && o.wait && o.cost <= rule.limit) {
+              clock.advance(d.retryAfterMs);
+              const after = memory.consume(o.key, rule, o.cost);
+              expect(await redis.consume(o.key, rule, o.cost)).toEqual(after);
+              expect(after.allowed).toBe(true);
+            }
+            break;
+          }
+          case 'peek': {
+            const rule = windowRuleOf(o.rule);
+            const d = memory.peek(o.key, rule);
+            expect(await redis.peek(o.key, rule)).toEqual(d);
+            windowBounded(d, rule);
+            if (!d.allowed && o.wait) {
+              clock.advance(d.retryAfterMs);
+              const after = memory.consume(o.key, rule, 1);
+              expect(await redis.consume(o.key, rule, 1)).toEqual(after);
+              expect(after.allowed).toBe(true);
+            }
+            break;
+          }
+          case 'check': {
+            const frule = failureRuleOf(o.frule);
+            const d = memory.checkFailures(o.key, frule);
+            expect(await redis.checkFailures(o.key, frule)).toEqual(d);
+            failureBounded(d, frule);
+            if (!d.allowed && o.wait) {
+              clock.advance(d.retryAfterMs);
+              const after = memory.checkFailures(o.key, frule);
+              expect(await redis.checkFailures(o.key, frule)).toEqual(after);
+              expect(after).toMatchObject({ allowed: true, remaining: frule.maxAttempts });
+            }
+            break;
+          }
+          case 'record': {
+            const frule = failureRuleOf(o.frule);
+            const d = memory.recordFailure(o.key, frule);
+            expect(await redis.recordFailure(o.key, frule)).toEqual(d);
+            failureBounded(d, frule);
+            break;
+          }
+          case 'success': {
+            const frule = failureRuleOf(o.frule);
+            const d = memory.recordSuccess(o.key, frule);
+            expect(await redis.recordSuccess(o.key, frule)).toEqual(d);
+            failureBounded(d, frule);
+            break;
+          }
+          case 'delete':
+            await redis.delete(o.key);
+            memory.delete(o.key);
+            break;
+        }
+      }
+    } finally {
+      redis.close();
+      memory.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  }
+
   it('every decision is identical, field for field', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -132,87 +233,26 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
         ),
         failureRule,
         fc.array(op, { minLength: 1, maxLength: 40 }),
-        async (rules: [WindowRule, WindowRule, WindowRule], frule: FailureRule, ops: Op[]) => {
-          const clock = manualClock(1_700_000_000_000);
-          const prefix = uniquePrefix('equiv');
-          const memory = new MemoryStore({ clock, timers: clock });
-          const redis = new RedisStore({
-            sendCommand: client.sendCommand,
-            prefix,
-            clock,
-            onError: 'closed',
-          });
-          try {
-            for (const o of ops) {
-              switch (o.t) {
-                case 'advance':
-                  clock.advance(o.ms);
-                  break;
-                case 'rewind':
-                  clock.set(clock.now() - o.ms);
-                  break;
-                case 'consume': {
-                  const rule = rules[o.rule] as WindowRule;
-                  const d = memory.consume(o.key, rule, o.cost);
-                  expect(await redis.consume(o.key, rule, o.cost)).toEqual(d);
-                  windowBounded(d, rule);
-                  if (!d.allowed && o.wait && o.cost <= rule.limit) {
-                    clock.advance(d.retryAfterMs);
-                    const after = memory.consume(o.key, rule, o.cost);
-                    expect(await redis.consume(o.key, rule, o.cost)).toEqual(after);
-                    expect(after.allowed).toBe(true);
-                  }
-                  break;
-                }
-                case 'peek': {
-                  const rule = rules[o.rule] as WindowRule;
-                  const d = memory.peek(o.key, rule);
-                  expect(await redis.peek(o.key, rule)).toEqual(d);
-                  windowBounded(d, rule);
-                  if (!d.allowed && o.wait) {
-                    clock.advance(d.retryAfterMs);
-                    const after = memory.consume(o.key, rule, 1);
-                    expect(await redis.consume(o.key, rule, 1)).toEqual(after);
-                    expect(after.allowed).toBe(true);
-                  }
-                  break;
-                }
-                case 'check': {
-                  const d = memory.checkFailures(o.key, frule);
-                  expect(await redis.checkFailures(o.key, frule)).toEqual(d);
-                  failureBounded(d, frule);
-                  if (!d.allowed && o.wait) {
-                    clock.advance(d.retryAfterMs);
-                    const after = memory.checkFailures(o.key, frule);
-                    expect(await redis.checkFailures(o.key, frule)).toEqual(after);
-                    expect(after).toMatchObject({ allowed: true, remaining: frule.maxAttempts });
-                  }
-                  break;
-                }
-                case 'record': {
-                  const d = memory.recordFailure(o.key, frule);
-                  expect(await redis.recordFailure(o.key, frule)).toEqual(d);
-                  failureBounded(d, frule);
-                  break;
-                }
-                case 'success': {
-                  const d = memory.recordSuccess(o.key, frule);
-                  expect(await redis.recordSuccess(o.key, frule)).toEqual(d);
-                  failureBounded(d, frule);
-                  break;
-                }
-                case 'delete':
-                  await redis.delete(o.key);
-                  memory.delete(o.key);
-                  break;
-              }
-            }
-          } finally {
-            redis.close();
-            memory.close();
-            await deletePrefix(client.sendCommand, prefix);
-          }
-        },
+        (rules, frule, ops) => run(rules, [frule], ops),
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('every decision is identical when a key meets a second rule of its kind (reconfigure)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(
+          windowRule('fixed-window'),
+          windowRule('sliding-window'),
+          windowRule('token-bucket'),
+          windowRule('fixed-window'),
+          windowRule('sliding-window'),
+          windowRule('token-bucket'),
+        ),
+        fc.tuple(failureRule, failureRule),
+        fc.array(op, { minLength: 1, maxLength: 40 }),
+        (rules, frules, ops) => run(rules, frules, ops),
       ),
       { numRuns: 300 },
     );

@@ -267,6 +267,12 @@ if raw then
   end
 end
 
+-- Only after maxAttempts was lowered (a limiter reconfigured) can a live log hold that many
+-- failures: the subject is over the new limit and locked from this call on (core's failureRoll).
+if code ~= 'w' and lockedUntil == 0 and #log > 0 and #log >= maxAttempts then
+  lockedUntil, clamped, log = now + lockoutMs, true, {}
+end
+
 if code == 'w' then
   -- Write back a lockout the fallback started during an outage, with its remaining time: the
   -- longer of Redis' own lockout and this one stands.

@@ -235,6 +235,45 @@ export function describeStoreConformance(
         );
       }));
 
+    it('a window met again under another windowMs runs to the end the new rule gives it', () =>
+      withStore(async (s, advance) => {
+        const longer: WindowRule = { ...fixed, limit: 5, windowMs: 3000 };
+        expect(await s.consume('w', fixed, 1)).toEqual(d('w', 3, true, 'allowed', 2, 0, 1000));
+        await advance(100);
+        expect(await s.consume('w', longer, 1)).toEqual(d('w', 5, true, 'allowed', 3, 0, 2900));
+        await advance(1000);
+        expect(await s.consume('w', longer, 1)).toEqual(d('w', 5, true, 'allowed', 2, 0, 1900));
+        expect(await s.peek('w', longer)).toEqual(d('w', 5, true, 'allowed', 2, 0, 1900));
+        await advance(1900);
+        expect(await s.consume('w', longer, 1)).toEqual(d('w', 5, true, 'allowed', 4, 0, 3000));
+        // Back to the shorter window: it ended long ago, a new one starts.
+        await advance(1500);
+        expect(await s.consume('w', fixed, 1)).toEqual(d('w', 3, true, 'allowed', 2, 0, 1000));
+      }));
+
+    it('a rule with a lower maxAttempts locks a key already over it, from the next call on', () =>
+      withStore(async (s, advance) => {
+        const five: FailureRule = { ...failures, maxAttempts: 5 };
+        for (let i = 0; i < 3; i++) await s.recordFailure('m', five);
+        await advance(100);
+        expect(await s.checkFailures('m', failures)).toEqual(
+          d('m', 3, false, 'locked', 0, 5000, 5000),
+        );
+        await advance(1000);
+        expect(await s.recordSuccess('m', five)).toEqual(d('m', 5, false, 'locked', 0, 4000, 4000));
+        // Below the new limit, the failure that reaches it starts the lockout as usual.
+        for (let i = 0; i < 2; i++) await s.recordFailure('n', five);
+        expect(await s.recordFailure('n', failures)).toEqual({
+          ...d('n', 3, false, 'locked', 0, 5000, 5000),
+          lockoutStarted: true,
+        });
+        // Over it, a failure finds the lockout already in force: it neither counts nor starts one.
+        for (let i = 0; i < 4; i++) await s.recordFailure('o', five);
+        expect(await s.recordFailure('o', failures)).toEqual(
+          d('o', 3, false, 'locked', 0, 5000, 5000),
+        );
+      }));
+
     it('a success racing wrong credentials never erases the lockout they start', () =>
       withStore(async (s) => {
         // 20 concurrent failures with successes among them, in the order the calls are made.

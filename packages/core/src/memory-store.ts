@@ -406,6 +406,7 @@ export class MemoryStore implements Store {
     const slot = this.#live(key, 'failure', now);
     if (slot === undefined) return undefined;
     this.#clamp(slot, rule, now);
+    const logged = (slot.state as FailureState).log.length;
     const state = failureRoll(slot.state as FailureState, now, rule);
     if (state === undefined) {
       this.#slots.delete(key);
@@ -416,6 +417,10 @@ export class MemoryStore implements Store {
     if (state.lockedUntil > slot.protectedUntil) {
       slot.protectedUntil = state.lockedUntil;
       slot.expiresAt = state.lockedUntil;
+    } else if (state.log.length !== logged) {
+      // Expired failures went: the log now expires by this rule, as the Redis script rewrites it.
+      slot.expiresAt = failureExpiresAt(state, rule);
+      if (slot.expiresAt < this.#expiryHint) this.#expiryHint = slot.expiresAt;
     }
     return slot;
   }
@@ -450,6 +455,12 @@ export class MemoryStore implements Store {
     protectedUntil: number,
     rule: WindowRule | FailureRule,
   ): void {
+    if (expiresAt <= now) {
+      // The state already equals an absent one (a bucket full again): forget it now, as the Redis
+      // script deletes it, so that a clock stepping back cannot bring it back to life.
+      if (slot !== undefined) this.delete(key);
+      return;
+    }
     if (slot === undefined) {
       const seq = ++this.#seq;
       this.#slots.set(key, {

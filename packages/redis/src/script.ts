@@ -55,6 +55,9 @@ if code == 'cf' or code == 'pf' then
     if #raw == 25 then kind, exp, start, count = struct.unpack('>c1ddd', raw) end
     if kind == 'F' then
       live = now < exp
+      -- A dead value is forgotten, as MemoryStore forgets it: a clock stepping back must not
+      -- bring it back to life.
+      if not live then redis.call('DEL', key) end
     else
       -- Another kind under this key (a rule changed algorithm): MemoryStore forgets it too.
       redis.call('DEL', key)
@@ -106,6 +109,12 @@ local function load(kind, size)
     redis.call('DEL', key)
     return nil
   end
+  -- A dead value (now >= expiresAt) is forgotten, as MemoryStore forgets it: a clock stepping
+  -- back must not bring it back to life.
+  if #raw < 9 or sunpack('>d', raw, 2) <= now then
+    redis.call('DEL', key)
+    return nil
+  end
   return raw
 end
 
@@ -148,7 +157,9 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
       if steps == 1 then
         prev, curr, start = curr, 0, start + w
       elseif steps >= 2 then
-        prev, curr, start = 0, 0, start + steps * w
+        -- Both windows are stale (only a shortened windowMs gets here while the value is live):
+        -- it re-anchors at now, exactly as an absent key would, as core's slidingWindowRoll does.
+        prev, curr, start = 0, 0, now
       end
     end
     local elapsed = now - start
@@ -211,11 +222,14 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
     scaled = min(full, scaled + (now - last) * limit)
     last = now
   end
+  if peek and clamped then
+    -- A peek keeps the clamp (MemoryStore does): the state as stored, only its last refill moved.
+    local untilFull = ceil((full - scaled) / limit)
+    save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
+  end
+  -- A bucket filled under a larger rule (a limiter reconfigured) holds at most a full one now.
+  if scaled > full then scaled = full end
   if peek then
-    if clamped then
-      local untilFull = ceil((full - scaled) / limit)
-      save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
-    end
     local remaining = floor(scaled / w)
     if remaining < 1 then return { 0, 0, ceil((w - scaled) / limit), ceil((full - scaled) / limit), 0 } end
     return { 1, remaining, 0, ceil((full - scaled) / limit), 0 }
@@ -244,6 +258,8 @@ local log = {}
 -- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most
 -- lockoutMs from now, a failure logged after now counts as logged now.
 local clamped = false
+-- Expired failures dropped on the way: the shorter log is written back, as MemoryStore keeps it.
+local dropped = false
 if raw then
   local n = (#raw - 17) / 8
   if n ~= floor(n) or n < 0 then
@@ -260,11 +276,16 @@ if raw then
         for i = 0, n - 1 do
           local t = sunpack('>d', raw, 18 + 8 * i)
           if t > now then t, clamped = now, true end
-          if t + w > now then log[#log + 1] = t end
+          if t + w > now then log[#log + 1] = t else dropped = true end
         end
       end
     end
   end
+end
+
+if raw and lockedUntil == 0 and #log == 0 then
+  -- Nothing left (the lockout is over, every failure has expired): forgotten, as in MemoryStore.
+  redis.call('DEL', key)
 end
 
 -- Only after maxAttempts was lowered (a limiter reconfigured) can a live log hold that many
@@ -306,7 +327,7 @@ if code == 'r' then
   save(table.concat(parts), now + w)
 elseif #log == 0 then
   return { 1, maxAttempts, 0, 0, 0 }
-elseif clamped then
+elseif clamped or dropped then
   local parts = { spack('>c1dd', 'L', log[#log] + w, 0) }
   for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
   save(table.concat(parts), log[#log] + w)

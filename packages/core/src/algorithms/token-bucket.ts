@@ -22,7 +22,10 @@ export function tokenBucketClamp(state: TokenBucketState, now: number): boolean 
   return true;
 }
 
-/** Refills the bucket up to `now` (an absent bucket is full; a future `last` is clamped). */
+/**
+ * Refills the bucket up to `now` (an absent bucket is full; a future `last` is clamped; a bucket
+ * fuller than this rule's capacity is capped to it).
+ */
 export function tokenBucketRoll(
   state: TokenBucketState | undefined,
   now: number,
@@ -30,11 +33,12 @@ export function tokenBucketRoll(
 ): TokenBucketState {
   const full = rule.limit * rule.windowMs;
   if (state === undefined) return { scaled: full, last: now };
-  if (tokenBucketClamp(state, now)) return state;
-  if (now > state.last) {
+  if (!tokenBucketClamp(state, now) && now > state.last) {
     state.scaled = Math.min(full, state.scaled + (now - state.last) * rule.limit);
     state.last = now;
   }
+  // A bucket filled under a larger rule (a limiter reconfigured) holds at most a full one now.
+  if (state.scaled > full) state.scaled = full;
   return state;
 }
 

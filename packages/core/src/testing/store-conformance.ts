@@ -377,6 +377,41 @@ export function describeStoreConformance(
         expect(await s.consume('B', bucket, 1)).toEqual(d('B', 5, false, 'limited', 0, 200, 1000));
       }));
 
+    it('what has expired stays expired when the clock steps back', () =>
+      withStore(async (s, advance, rewind) => {
+        for (let i = 0; i < 3; i++) await s.consume('x', fixed, 1);
+        await advance(1000);
+        expect(await s.peek('x', fixed)).toEqual(d('x', 3, true, 'allowed', 3, 0, 0));
+        await rewind(500);
+        expect(await s.peek('x', fixed)).toEqual(d('x', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.consume('x', fixed, 1)).toEqual(d('x', 3, true, 'allowed', 2, 0, 1000));
+
+        await s.recordFailure('f', failures);
+        await advance(600);
+        await s.recordFailure('f', failures);
+        await advance(500);
+        expect(await s.checkFailures('f', failures)).toEqual(d('f', 3, true, 'allowed', 2, 0, 500));
+        // The first failure expired when read: stepping back does not make it count again.
+        await rewind(500);
+        expect(await s.checkFailures('f', failures)).toEqual(
+          d('f', 3, true, 'allowed', 2, 0, 1000),
+        );
+
+        for (let i = 0; i < 3; i++) await s.recordFailure('l', failures);
+        await advance(5000);
+        expect(await s.checkFailures('l', failures)).toEqual(d('l', 3, true, 'allowed', 3, 0, 0));
+        await rewind(2000);
+        expect(await s.checkFailures('l', failures)).toEqual(d('l', 3, true, 'allowed', 3, 0, 0));
+      }));
+
+    it("a bucket met under a smaller rule holds at most that rule's capacity", () =>
+      withStore(async (s) => {
+        const big: WindowRule = { algorithm: 'token-bucket', limit: 10, windowMs: 1000 };
+        expect(await s.consume('c', big, 1)).toEqual(d('c', 10, true, 'allowed', 9, 0, 100));
+        expect(await s.peek('c', bucket)).toEqual(d('c', 5, true, 'allowed', 5, 0, 0));
+        expect(await s.consume('c', bucket, 1)).toEqual(d('c', 5, true, 'allowed', 4, 0, 200));
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

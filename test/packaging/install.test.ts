@@ -174,7 +174,7 @@ async function main() {
     express: () => expressRateLimit({ limit: 0 }),
     koa: () => koaRateLimit({ limit: 0 }),
     fastify: () => fastifyRateLimit({ limit: 0 }),
-    ws: () => createConnectAuth({ options: { maxAttempts: 0 } }),
+    ws: () => createConnectAuth({ maxAttempts: 0 }),
     rpc: () => withMethodQuotas(() => null, { limit: 0 }),
     redis: () => new RedisStore({ sendCommand: async () => null, timeoutMs: 0 }),
   };
@@ -221,7 +221,7 @@ async function main() {
   await fastifyApp.close();
 
   // ws: the first-frame lockout.
-  const connectAuth = createConnectAuth({ options: { maxAttempts: 1, clock } });
+  const connectAuth = createConnectAuth({ maxAttempts: 1, clock });
   const peer = { socket: { remoteAddress: '203.0.113.9' }, headers: {} };
   const wrong = await connectAuth.attempt(peer, 'invalid');
   const right = await connectAuth.attempt(peer, 'ok');

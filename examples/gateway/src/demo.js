@@ -116,8 +116,13 @@ export async function runDemo(options = {}) {
   const token = config.gateway.auth.token;
   const max = rl.maxAttempts;
   const run = randomBytes(3).toString('hex');
-  const evil = `http://evil-${run}.localhost:5173`;
+  // Pages as a browser on this machine presents them: a hostile site, fresh on every run (a site
+  // shares one failure budget across its origins), a page of the same site, and a local app.
+  const evil = `https://evil-${run}.example`;
+  const sameSite = `https://login.evil-${run}.example`;
   const app = `http://app-${run}.localhost:3000`;
+  /** Every loopback page shares 3 × maxAttempts failures per window: earlier runs may have spent them. */
+  const allPagesSpent = `all local pages share ${3 * max} failures per ${seconds(rl.windowMs)} and earlier runs spent them: wait for the lockout to end or restart the gateway`;
   const deviceId = `demo-${run}`;
 
   write(
@@ -182,6 +187,10 @@ export async function runDemo(options = {}) {
           auth: { token: `wrong-${i}` },
           id: `bf${i}`,
         });
+        if (i === 1 && r.frame.error?.details?.code === 'AUTH_RATE_LIMITED')
+          throw new Mismatch(
+            `the first attempt of a new site to be counted, but it was refused: ${allPagesSpent}`,
+          );
         expect(
           !r.frame.ok && r.frame.error?.details?.code === 'AUTH_INVALID' && r.close?.code === 1008,
           `attempt ${i}: AUTH_INVALID and close 1008`,
@@ -230,11 +239,14 @@ export async function runDemo(options = {}) {
         `a warn line with AUTH_RATE_LIMITED, scope and key browser-origin:${evil}`,
       );
       const { time: _, ...entry } = JSON.parse(line);
+      const site = logger.lines.some(
+        (l) => JSON.parse(l).key === `browser-site:evil-${run}.example`,
+      );
       return {
         json: `gateway log ← ${show(entry)}`,
         text: said(
           'the lockout',
-          `one warning in the gateway's log: ${entry.code} ${entry.limiter} scope=${entry.scope} key=${entry.key} for ${seconds(entry.lockoutMs)}`,
+          `a warning in the gateway's log: ${entry.code} ${entry.limiter} scope=${entry.scope} key=${entry.key} for ${seconds(entry.lockoutMs)}${site ? ', and one for its site' : ''}`,
         ),
       };
     });
@@ -266,10 +278,18 @@ export async function runDemo(options = {}) {
       };
     });
 
-    await step('two browser origins, separate buckets', async () => {
+    await step('another site unaffected, the same site refused', async () => {
       const ok = await connect(wsUrl, { origin: app, auth: { token } });
+      if (ok.frame.error?.details?.code === 'AUTH_RATE_LIMITED')
+        throw new Mismatch(`hello-ok for ${app}, a site that never failed, but: ${allPagesSpent}`);
       expect(ok.frame.ok === true, `hello-ok for ${app}`, ok.frame);
       ok.client.close();
+      const sibling = await connect(wsUrl, { origin: sameSite, auth: { token } });
+      expect(
+        sibling.frame.error?.details?.code === 'AUTH_RATE_LIMITED',
+        `${sameSite} refused: its site's budget is spent`,
+        sibling.frame,
+      );
       const still = await connect(wsUrl, { origin: evil, auth: { token } });
       expect(
         still.frame.error?.details?.code === 'AUTH_RATE_LIMITED',
@@ -279,8 +299,8 @@ export async function runDemo(options = {}) {
       lastLockoutMs = still.frame.error.retryAfterMs;
       lockoutEndsAt = performance.now() + lastLockoutMs;
       return {
-        json: `right token from Origin ${app} → hello-ok; from ${evil} → still AUTH_RATE_LIMITED (retryAfterMs ${lastLockoutMs})`,
-        text: `${said(`the right token from page ${app}`, 'hello-ok')}; ${said(`from ${evil}`, `still AUTH_RATE_LIMITED (${seconds(lastLockoutMs)} left)`)}`,
+        json: `right token from Origin ${app} → hello-ok; from ${sameSite} (same site) → AUTH_RATE_LIMITED; from ${evil} → still AUTH_RATE_LIMITED (retryAfterMs ${lastLockoutMs})`,
+        text: `${said(`the right token from page ${app}`, 'hello-ok')}; ${said(`from ${sameSite}, the same site`, 'AUTH_RATE_LIMITED')}; ${said(`from ${evil}`, `still AUTH_RATE_LIMITED (${seconds(lastLockoutMs)} left)`)}`,
       };
     });
 
@@ -528,6 +548,7 @@ export async function runDemo(options = {}) {
     });
 
     await step('a lockout ends', async () => {
+      if (lastLockoutMs === 0) return { skip: 'no lockout was shown to wait for' };
       if (lastLockoutMs > 10_000)
         return { skip: `this gateway's lockout lasts ${Math.ceil(lastLockoutMs / 1000)} s` };
       const waitMs = Math.max(0, Math.ceil(lockoutEndsAt - performance.now()) + 50);

@@ -60,8 +60,10 @@ export function statusLimiters(rl, limiters, quotaStore) {
       {
         name: 'auth-browser',
         title: 'Browser connections (with Origin)',
-        rule: `same numbers, never exempt; from loopback one bucket per Origin`,
+        rule: `same numbers, never exempt; from loopback one bucket per Origin, and every page also counts against its site's ${rl.maxAttempts} and all local pages' ${3 * rl.maxAttempts} failures / ${formatMs(rl.windowMs)}`,
         store: /** @type {MemoryStore} */ (limiters.browser.store),
+        // core's per-site and all-origins budgets around the browser limiter (their own store)
+        aggregates: ['auth-browser-site', 'auth-browser-all-origins'],
       },
       {
         name: 'webhook',
@@ -94,7 +96,10 @@ export function describeLimits(config) {
       'gateway auth',
       `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class (shared-secret, password, device-token)${rl.exemptLoopback ? '; a direct-local CLI is exempt' : ''}`,
     ],
-    ['browser origins', 'same numbers, never exempt; from loopback one bucket per Origin'],
+    [
+      'browser origins',
+      `same numbers, never exempt; from loopback one bucket per Origin, ${rl.maxAttempts} per site and ${3 * rl.maxAttempts} across all local pages`,
+    ],
     [
       'webhooks',
       `${w.maxAttempts} failures / ${formatMs(w.windowMs)} → ${formatMs(w.lockoutMs)} lockout per client IP (plain 429 + Retry-After)`,

@@ -38,12 +38,12 @@ function esc(value) {
 }
 
 /**
- * A key (IP, `browser-origin:…`, `method|device|ip`) that may wrap only after its separators,
- * never inside a word.
+ * A key (IP, `browser-origin:…`, `method|device|ip`) that may wrap only after its separators
+ * (`:` `/` `|` `@` `-`, and a `.` before a letter), never inside a word or an IPv4 address.
  * @param {unknown} key
  */
 function keyHtml(key) {
-  return esc(key).replace(/([:/.|@-]+)/g, '$1<wbr>');
+  return esc(key).replace(/[:/|@-]+|\.(?=[A-Za-z])/g, '$&<wbr>');
 }
 
 /** `m:ss` of the time left (rounded up, so 0:00 means it is over). @param {number} ms */

@@ -17,6 +17,9 @@ const MAX_ROWS = 100;
 /** How often connected pages get a fresh snapshot even when nothing happened (time left moves). */
 const HEARTBEAT_MS = 1_000;
 
+/** Most aggregate lockouts (per-site, all-origins) the board remembers. */
+const MAX_AGGREGATE_LOCKOUTS = 10_000;
+
 /** How many seconds of decisions the chart spans. */
 export const RATE_WINDOW_S = 300;
 
@@ -46,6 +49,9 @@ const RATE_TITLES = /** @type {Record<string, string>} */ ({
  * @property {string} title
  * @property {string} rule
  * @property {MemoryStore} store
+ * @property {string[]} [aggregates] limiters core builds around this one whose stores the board
+ *   cannot read (the browser limiter's per-site and all-origins budgets): their lockouts are
+ *   learnt from the lockout channel and shown, charted and listed with this limiter
  */
 
 /**
@@ -86,7 +92,15 @@ export function formatMs(ms) {
  */
 export function createStatusBoard(options) {
   const { clock, timers, failureLimiters, windowLimiters, extra } = options;
-  const names = new Set([...failureLimiters, ...windowLimiters].map((l) => l.name));
+  /** Each limiter the board follows → the card and chart row it shows in. */
+  const rowOf = new Map([...failureLimiters, ...windowLimiters].map((l) => [l.name, l.name]));
+  for (const l of failureLimiters) for (const a of l.aggregates ?? []) rowOf.set(a, l.name);
+  /**
+   * The lockouts of aggregate limiters, learnt from the channel: `limiter|scope|key` → when it ends
+   * (an aggregate's lockout is never lifted early: only the origin's own bucket resets).
+   * @type {Map<string, { row: string, scope: string, key: string, until: number }>}
+   */
+  const aggregateLockouts = new Map();
   /** @type {RefusedEntry[]} */
   let refused = [];
   let seq = 0;
@@ -112,7 +126,7 @@ export function createStatusBoard(options) {
    * @param {0 | 1 | 2} which allowed, refused, lockout started
    */
   function bump(limiter, which) {
-    const perSecond = rates.get(limiter);
+    const perSecond = rates.get(rowOf.get(limiter) ?? limiter);
     if (perSecond === undefined) return;
     const second = Math.floor(clock.now() / 1000);
     let counts = perSecond.get(second);
@@ -178,7 +192,21 @@ export function createStatusBoard(options) {
     const onMessage = (message) => {
       const m = /** @type {PortcullisEvent} */ (message);
       // The channels are process-wide: keep only this gateway's limiters.
-      if (!names.has(m.limiter)) return;
+      const row = rowOf.get(m.limiter);
+      if (row === undefined) return;
+      if (event === 'lockout' && row !== m.limiter) {
+        const scope = m.scope ?? 'default';
+        // Bounded like the stores (a flood of sites is also capped by the all-origins budget).
+        if (aggregateLockouts.size >= MAX_AGGREGATE_LOCKOUTS)
+          aggregateLockouts.delete(/** @type {string} */ (aggregateLockouts.keys().next().value));
+        const until = clock.now() + m.decision.retryAfterMs;
+        aggregateLockouts.set(`${m.limiter}|${scope}|${m.decision.key}`, {
+          row,
+          scope,
+          key: m.decision.key,
+          until,
+        });
+      }
       record({
         event,
         limiter: m.limiter,
@@ -210,6 +238,13 @@ export function createStatusBoard(options) {
         const colon = key.indexOf(':');
         return { scope: key.slice(0, colon), key: key.slice(colon + 1), untilMs };
       });
+      const now = clock.now();
+      for (const [id, a] of aggregateLockouts) {
+        if (a.until <= now) aggregateLockouts.delete(id);
+        else if (a.row === l.name)
+          active.push({ scope: a.scope, key: a.key, untilMs: a.until - now });
+      }
+      active.sort((a, b) => b.untilMs - a.untilMs || (a.key < b.key ? -1 : 1));
       return {
         limiter: l.name,
         title: l.title,

@@ -17,7 +17,7 @@ describe('npm run demo', () => {
       ['brute force from a browser page', 'pass'],
       ['lockout logged', 'pass'],
       ['loopback CLI unaffected', 'pass'],
-      ['two browser origins, separate buckets', 'pass'],
+      ['another site unaffected, the same site refused', 'pass'],
       ['credential classes are independent', 'pass'],
       ['webhook 429 with Retry-After', 'pass'],
       ['config.patch × 31', 'pass'],
@@ -35,7 +35,7 @@ describe('npm run demo', () => {
       /^ 1\/11 ✓ brute force from a browser page: .*then \{"type":"res","id":"bf-right","ok":false,"error":\{"code":"INVALID_REQUEST","message":"unauthorized: too many failed authentication attempts \(retry later\)","retryable":true,"retryAfterMs":\d+,"details":\{"code":"AUTH_RATE_LIMITED","authReason":"rate_limited","recommendedNextStep":"wait_then_retry"\}\}\} \+ close 1008$/,
     );
     expect(lines[2]).toContain(
-      '"code":"AUTH_RATE_LIMITED","limiter":"auth-browser","scope":"shared-secret","key":"browser-origin:http://evil-',
+      '"code":"AUTH_RATE_LIMITED","limiter":"auth-browser","scope":"shared-secret","key":"browser-origin:https://evil-',
     );
     expect(lines[6]).toContain(
       '20 wrong → 401 each, wrong #21 → 429 Retry-After: 60 "Too Many Requests"',
@@ -75,7 +75,7 @@ describe('npm run demo', () => {
       expect(line).not.toContain('\x1b['); // no colour unless asked for
     }
     expect(lines[1]).toMatch(
-      /^ 1\/11 ✓ brute force from a browser page: 10 wrong tokens, then the right one, as page http:\/\/evil-\w+\.localhost:5173 → 10 × AUTH_INVALID, then AUTH_RATE_LIMITED: retry in 5\.0 s \(close 1008\)$/,
+      /^ 1\/11 ✓ brute force from a browser page: 10 wrong tokens, then the right one, as page https:\/\/evil-\w+\.example → 10 × AUTH_INVALID, then AUTH_RATE_LIMITED: retry in 5\.0 s \(close 1008\)$/,
     );
     expect(lines[6]).toMatch(/→ 202, 20 × 401, 429 Too Many Requests \(Retry-After: 60\), 202$/);
     expect(lines[12]).toMatch(/^demo passed: 11 passed, 0 failed, 0 skipped in \d+\.\d s$/);

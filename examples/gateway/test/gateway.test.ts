@@ -74,7 +74,8 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
       code: 1008,
       reason: 'unauthorized: too many failed authentication attempts (retry later)',
     });
-    // The lockout started on the 10th failure: one warning with code, scope and key.
+    // The lockout started on the 10th failure: one warning with code, scope and key, and one for
+    // the page's site (every *.localhost page is the site `localhost`), whose budget it spent too.
     const warnings = g.logger.entries().filter((e) => e['code'] === 'AUTH_RATE_LIMITED');
     expect(warnings).toEqual([
       expect.objectContaining({
@@ -82,6 +83,13 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
         limiter: 'auth-browser',
         scope: 'shared-secret',
         key: `browser-origin:${EVIL}`,
+        lockoutMs: 300_000,
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        limiter: 'auth-browser-site',
+        scope: 'shared-secret',
+        key: 'browser-site:localhost',
         lockoutMs: 300_000,
       }),
     ]);
@@ -121,15 +129,21 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
     });
   });
 
-  it('gives each browser origin its own bucket', async () => {
+  it('gives each browser origin its own bucket, and the origins of one site one more', async () => {
     const g = await start();
     for (let i = 0; i < 10; i++) await connect(g.wsUrl, { origin: EVIL, auth: { token: 'x' } });
     const other = await connect(g.wsUrl, {
-      origin: 'http://app.localhost:3000',
+      origin: 'https://app.example',
       auth: { token: TOKEN },
     });
     open.push(other.client);
     expect(other.frame.ok).toBe(true);
+    // Another page of the same site (localhost): its site's budget is spent, so it is refused.
+    const sameSite = await connect(g.wsUrl, {
+      origin: 'http://app.localhost:3000',
+      auth: { token: TOKEN },
+    });
+    expect(sameSite.frame.error?.details?.code).toBe('AUTH_RATE_LIMITED');
     // The same origin spelled differently is the same bucket (WHATWG origin).
     const same = await connect(g.wsUrl, {
       origin: 'HTTP://EVIL.localhost:5173',
@@ -477,15 +491,20 @@ describe('status endpoints', () => {
       'auth-browser',
       'webhook',
     ]);
+    // The page's own lockout (from its store) and its site's (core's aggregate budget, learnt from
+    // the lockout channel: its store is core's own).
     expect(s.lockouts[1]).toMatchObject({
       size: 1,
       maxEntries: 10_000,
-      activeCount: 1,
-      active: [{ scope: 'shared-secret', key: `browser-origin:${EVIL}`, untilMs: 299_000 }],
+      activeCount: 2,
+      active: [
+        { scope: 'shared-secret', key: `browser-origin:${EVIL}`, untilMs: 299_000 },
+        { scope: 'shared-secret', key: 'browser-site:localhost', untilMs: 299_000 },
+      ],
     });
     expect(s.refused).toEqual([
       {
-        seq: 2,
+        seq: 3,
         at: 1_001_000,
         event: 'refused',
         limiter: 'auth-browser',
@@ -494,6 +513,16 @@ describe('status endpoints', () => {
         reason: 'locked',
         retryAfterMs: 299_000,
         detail: 'connect refused: AUTH_RATE_LIMITED, close 1008',
+      },
+      {
+        seq: 2,
+        at: 1_000_000,
+        event: 'lockout',
+        limiter: 'auth-browser-site',
+        scope: 'shared-secret',
+        key: 'browser-site:localhost',
+        reason: 'locked',
+        retryAfterMs: 300_000,
       },
       {
         seq: 1,
@@ -551,7 +580,7 @@ describe('status endpoints', () => {
     g.clock.set(1_001_000); // back in time: second 1000 is in the window again
     const earlier = g.gateway.status().rates.limiters[1];
     expect(earlier?.points).toEqual([
-      [1_000, 10, 0, 1],
+      [1_000, 10, 0, 2], // the page's lockout and its site's
       [1_001, 0, 1, 0],
     ]);
   });
@@ -574,7 +603,7 @@ describe('status endpoints', () => {
       /<tr data-event="refused" data-limiter="auth-browser"[^>]*>.*<td class="left" data-until="1300000" data-over="over">4:59<\/td>/,
     );
     expect(html).toContain(
-      '<div class="rate-row" data-limiter="auth-browser" data-allowed="10" data-refused="1" data-lockouts="1">',
+      '<div class="rate-row" data-limiter="auth-browser" data-allowed="10" data-refused="1" data-lockouts="2">',
     );
     expect(html).toContain('<rect class="lockout" x="298" y="0" width="1" height="4"></rect>');
     expect(html).not.toContain('__NONCE__');
@@ -590,8 +619,8 @@ describe('status endpoints', () => {
     for (let i = 0; i < 60; i++) await connect(g.wsUrl, { origin: EVIL, auth: { token: 'x' } });
     const refused = g.gateway.status().refused;
     expect(refused).toHaveLength(50);
-    expect(refused[0]?.seq).toBe(61);
-    expect(refused[49]?.seq).toBe(12);
+    expect(refused[0]?.seq).toBe(62); // 2 lockouts (the page's, its site's), then 60 refusals
+    expect(refused[49]?.seq).toBe(13);
   });
 
   it('serves loopback clients without auth; others need the token, under the auth lockout', async () => {

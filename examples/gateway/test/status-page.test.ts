@@ -114,7 +114,8 @@ describe('/status without JavaScript', () => {
         '4:58',
       ]);
       const chart = page.locator('.rate-row[data-limiter="auth-browser"]');
-      await expect(chart.getAttribute('data-lockouts')).resolves.toBe('1');
+      // The page's lockout and its site's (every *.localhost page is the site localhost).
+      await expect(chart.getAttribute('data-lockouts')).resolves.toBe('2');
       await expect(chart.locator('rect.allowed').count()).resolves.toBe(1);
       await expect(chart.locator('rect.lockout').count()).resolves.toBe(1);
     } finally {
@@ -151,10 +152,16 @@ describe('/status in Chromium, on a manual clock', () => {
       `browser-origin:${EVIL}`,
       '5:00',
     ]);
-    await expect(browserCard.locator('h3 .count').textContent()).resolves.toBe('1');
+    // The page's lockout, and its site's: another *.localhost page would be refused too.
+    await expect(browserCard.locator('h3 .count').textContent()).resolves.toBe('2');
     await expect(
-      page.locator('#refused tbody tr[data-event="lockout"] td').nth(2).textContent(),
-    ).resolves.toBe('auth-browser');
+      browserCard.locator('tr[data-key="browser-site:localhost"] td').allTextContents(),
+    ).resolves.toEqual(['shared-secret', 'browser-site:localhost', '5:00']);
+    await expect(
+      page
+        .locator('#refused tbody tr[data-event="lockout"]')
+        .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-limiter'))),
+    ).resolves.toEqual(['auth-browser-site', 'auth-browser']);
 
     // Between updates the page counts down by itself…
     await page.clock.runFor(2_000);
@@ -170,7 +177,7 @@ describe('/status in Chromium, on a manual clock', () => {
     const refusal = page.locator('#refused tbody tr[data-event="refused"]').first();
     await refusal.waitFor();
     await expect(refusal.locator('td.left').textContent()).resolves.toBe('4:57');
-    await expect(page.locator('#refused-count').textContent()).resolves.toBe('2');
+    await expect(page.locator('#refused-count').textContent()).resolves.toBe('3');
     const chart = page.locator('.rate-row[data-limiter="auth-browser"]');
     await expect(chart.getAttribute('data-refused')).resolves.toBe('1');
   });
@@ -262,7 +269,7 @@ describe('/status in Chromium, during the demo (real time)', () => {
         expect(Number(await row.getAttribute('data-refused'))).toBeGreaterThan(0);
       }
       const auth = page.locator('.rate-row[data-limiter="auth-browser"]');
-      expect(Number(await auth.getAttribute('data-lockouts'))).toBe(1);
+      expect(Number(await auth.getAttribute('data-lockouts'))).toBe(2); // the page's, its site's
       await expect(
         page.locator('.rate-row[data-limiter="session-creation"]').getAttribute('data-allowed'),
       ).resolves.toBe('120');

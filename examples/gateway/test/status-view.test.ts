@@ -68,10 +68,10 @@ describe('status-view', () => {
     expect(html.split('&quot;&gt;&lt;img src=x onerror=alert(1)&gt;').length - 1).toBe(copies);
   });
 
-  it('lets a key wrap only after : / . | - @, and counts time left down in m:ss', () => {
+  it('lets a key wrap only after : / | - @ and a . before a letter, and counts time left down in m:ss', () => {
     const html = renderMain(snapshot('config.patch|ops-laptop|127.0.0.1') as never);
     expect(html).toContain(
-      '<td class="key">config.<wbr>patch|<wbr>ops-<wbr>laptop|<wbr>127.<wbr>0.<wbr>0.<wbr>1</td><td class="left" data-until="71000" data-over="0:00">1:01</td>',
+      '<td class="key">config.<wbr>patch|<wbr>ops-<wbr>laptop|<wbr>127.0.0.1</td><td class="left" data-until="71000" data-over="0:00">1:01</td>',
     );
     // The refusal: 5 s wait told at 9 000, so 4 s left at 10 000.
     expect(html).toContain('<td class="left" data-until="14000" data-over="over">0:04</td>');

@@ -1,6 +1,6 @@
 // End to end in a real browser: a page served from a second local origin brute-forces a guarded
-// WebSocket server. The page must be locked out (the browser is never loopback-exempt), each origin
-// must have its own bucket, and a Node CLI client on loopback must still get in.
+// WebSocket server. The page must be locked out (the browser is never loopback-exempt), each site
+// must have its own budget, and a Node CLI client on loopback must still get in.
 import { once } from 'node:events';
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,8 +46,8 @@ const PAGE = `<!doctype html>
   };
 </script>`;
 
-async function listen(server: http.Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
+async function listen(server: http.Server, host = '127.0.0.1'): Promise<number> {
+  server.listen(0, host);
   await once(server, 'listening');
   return (server.address() as AddressInfo).port;
 }
@@ -144,7 +144,10 @@ beforeAll(async () => {
       res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(PAGE);
     });
     pageServers.push(server);
-    pageOrigins.push(`http://127.0.0.1:${await listen(server)}`);
+    // Two sites, not just two origins: the ports of one host share one site's budget, so the
+    // second page is served from another loopback address (Linux routes all of 127/8 to lo).
+    const host = `127.0.0.${i + 1}`;
+    pageOrigins.push(`http://${host}:${await listen(server, host)}`);
   }
 
   browser = await launchChromium('The browser e2e test');
@@ -207,7 +210,7 @@ describe('@portcullis/ws in Chromium', () => {
   );
 
   it(
-    'gives another local origin its own budget',
+    'gives another local site its own budget',
     async () => {
       const [originA, originB] = pageOrigins as [string, string];
       const page = await openPage(originB);

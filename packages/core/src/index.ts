@@ -83,6 +83,11 @@ export {
   type WebhookGateOptions,
 } from './http/webhook-gate.js';
 export type { BrowserBudgetOptions } from './http/browser-budget.js';
+export {
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
+} from './http/controls.js';
 export type { PerRequest } from './http/policies.js';
 export {
   createRequestGate,

@@ -57,3 +57,25 @@ describe('a factory mounted instead of its result', () => {
     );
   });
 });
+
+describe('options that only explain a removal', () => {
+  it('are neither listed nor suggested; webhook guards refuse exemptLoopback', async () => {
+    const { createAuthGate } = await import('./http/auth-gate.js');
+    const { createWebhookGate } = await import('./http/webhook-gate.js');
+    const error = thrown(() => createAuthGate({ verify: () => 'ok', optoins: 1 } as never));
+    expect(error.message).not.toMatch(/[ ,]options[,.]/);
+    const nested = thrown(() => createAuthGate({ verify: () => 'ok', options: {} } as never));
+    expect(nested.message).toContain('got an object');
+    const webhook = thrown(() =>
+      createWebhookGate({ verify: () => 'ok', exemptLoopback: true } as never),
+    );
+    expect(webhook.code).toBe('ERR_PORTCULLIS_UNKNOWN_OPTION');
+  });
+
+  it('a Fastify instance passed as options (app.register(rateLimit)) is reported as "call it"', () => {
+    const fastifyLike = { register: () => {}, addHook: () => {}, ready: () => {} };
+    expect(thrown(() => createWindowLimiter(fastifyLike as never)).code).toBe(
+      'ERR_PORTCULLIS_FACTORY_NOT_CALLED',
+    );
+  });
+});

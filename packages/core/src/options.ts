@@ -25,16 +25,19 @@ function describe(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean' || value == null)
     return String(value);
   if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /**
- * True for what a framework passes a middleware (a Node request, an Express/Fastify request or a Koa
- * context): the sign that a factory was mounted itself instead of its result.
+ * True for what a framework passes a middleware or plugin (a Node request, an Express/Fastify
+ * request, a Koa context or a Fastify instance): the sign that a factory was mounted itself
+ * instead of its result.
  */
 function looksLikeRequest(input: unknown): boolean {
   if (input === null || typeof input !== 'object') return false;
   const o = input as Record<string, unknown>;
+  // A Fastify instance: `app.register(rateLimit)` calls the factory as a plugin.
+  if (typeof o['register'] === 'function' && typeof o['addHook'] === 'function') return true;
   if (typeof o['headers'] !== 'object' || o['headers'] === null) return false;
   return 'socket' in o || 'raw' in o || ('req' in o && 'res' in o) || 'httpVersion' in o;
 }
@@ -102,11 +105,12 @@ export function parseOptions<S extends OptionSpec>(
   for (const name of Object.keys(input)) {
     const check = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (!check) {
-      const hint = closestName(name, Object.keys(spec));
+      const valid = Object.keys(spec).filter((n) => !hidden.has(spec[n] as OptionCheck<unknown>));
+      const hint = closestName(name, valid);
       throw new PortcullisConfigError(
         UNKNOWN_OPTION,
         name,
-        `${where}: unknown option "${name}"${hint === undefined ? '' : ` (did you mean "${hint}"?)`}. Valid options: ${Object.keys(spec).sort().join(', ')}`,
+        `${where}: unknown option "${name}"${hint === undefined ? '' : ` (did you mean "${hint}"?)`}. Valid options: ${valid.sort().join(', ')}`,
       );
     }
     const value = (input as Record<string, unknown>)[name];
@@ -120,6 +124,17 @@ export function parseOptions<S extends OptionSpec>(
     });
   }
   return out as Parsed<S>;
+}
+
+const hidden = new WeakSet<OptionCheck<unknown>>();
+
+/**
+ * Marks a check that only refuses (a name kept to explain a removed option): it is left out of
+ * the valid names an unknown-option error lists and suggests.
+ */
+export function hiddenOption<T>(check: OptionCheck<T>): OptionCheck<T> {
+  hidden.add(check as OptionCheck<unknown>);
+  return check;
 }
 
 /** An integer within `[min, max]` (inclusive). `NaN`, fractions and infinities are rejected. */

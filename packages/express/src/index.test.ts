@@ -24,6 +24,27 @@ describe.each([
     return a;
   }
 
+  it('the mounted middleware carries its limiter and reconfigure (live numbers)', async () => {
+    const clock = manualClock(0);
+    const limit = rateLimit({ limit: 5, clock, timers: clock });
+    const guard = authGuard({ verify: () => 'invalid', clock, timers: clock });
+    const a = app((a) => {
+      a.post('/login', guard, (_req, res) => res.send('in'));
+      a.use(limit);
+      a.get('/', (_req, res) => res.send('ok'));
+    });
+    await request(a).get('/').expect(200);
+    limit.reconfigure({ limit: 2 });
+    const second = await request(a).get('/');
+    expect(second.headers['ratelimit-policy']).toBe('"default";q=2;w=60');
+    await request(a).get('/').expect(429);
+    expect(limit.limiter.rule.limit).toBe(2);
+    guard.reconfigure({ maxAttempts: 1 });
+    await request(a).post('/login').set('Origin', 'http://x.example').expect(401);
+    await request(a).post('/login').set('Origin', 'http://x.example').expect(429);
+    expect(guard.limiter.config.maxAttempts).toBe(1);
+  });
+
   it('leaves a response an earlier middleware already sent alone (no ERR_HTTP_HEADERS_SENT)', async () => {
     const clock = manualClock(0);
     const errors: unknown[] = [];

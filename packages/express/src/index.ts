@@ -5,6 +5,9 @@
  */
 import {
   createAuthGate,
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
   createRequestGate,
   createWebhookGate,
   functionOption,
@@ -51,7 +54,7 @@ function sendAnswer(res: Response, answer: HttpAnswer): void {
  * headers and `req.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function rateLimit(options?: RateLimitOptions): RequestHandler {
+export function rateLimit(options?: RateLimitOptions): RequestHandler & RequestLimitControls {
   const gate = createRequestGate<Request, Response>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
 
@@ -79,11 +82,14 @@ export function rateLimit(options?: RateLimitOptions): RequestHandler {
     }
   }
 
-  return function portcullisRateLimit(req: Request, res: Response, next: NextFunction): void {
-    const result = gate.run(req, req);
-    if (isPromise(result)) result.then((r) => applyRateLimit(r, req, res, next)).catch(next);
-    else applyRateLimit(result, req, res, next);
-  };
+  return withControls(
+    function portcullisRateLimit(req: Request, res: Response, next: NextFunction): void {
+      const result = gate.run(req, req);
+      if (isPromise(result)) result.then((r) => applyRateLimit(r, req, res, next)).catch(next);
+      else applyRateLimit(result, req, res, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }
 
 /** Continues on success; otherwise writes the gate's answer (401, 429 or 503). */
@@ -98,13 +104,16 @@ function applyGate(result: GateResult, res: Response, next: NextFunction): void 
  * `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function authGuard(options: AuthGuardOptions): RequestHandler {
+export function authGuard(options: AuthGuardOptions): RequestHandler & FailureLimitControls {
   const gate = createAuthGate<Request>(options, { where: 'authGuard' });
-  return function portcullisAuthGuard(req: Request, res: Response, next: NextFunction): void {
-    const result = gate.run(req, req);
-    if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
-    else applyGate(result, res, next);
-  };
+  return withControls(
+    function portcullisAuthGuard(req: Request, res: Response, next: NextFunction): void {
+      const result = gate.run(req, req);
+      if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
+      else applyGate(result, res, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }
 
 /**
@@ -112,11 +121,14 @@ export function authGuard(options: AuthGuardOptions): RequestHandler {
  * during a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function webhookGuard(options: WebhookGuardOptions): RequestHandler {
+export function webhookGuard(options: WebhookGuardOptions): RequestHandler & FailureLimitControls {
   const gate = createWebhookGate<Request>(options);
-  return function portcullisWebhookGuard(req: Request, res: Response, next: NextFunction): void {
-    const result = gate.run(req, req);
-    if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
-    else applyGate(result, res, next);
-  };
+  return withControls(
+    function portcullisWebhookGuard(req: Request, res: Response, next: NextFunction): void {
+      const result = gate.run(req, req);
+      if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
+      else applyGate(result, res, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }

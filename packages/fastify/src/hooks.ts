@@ -1,5 +1,8 @@
 import {
   createAuthGate,
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
   createRequestGate,
   createWebhookGate,
   functionOption,
@@ -35,8 +38,9 @@ function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {
  * counter headers and `request.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function rateLimit(options?: RateLimitOptions): onRequestHookHandler {
-  return createRateLimitHook(options).hook;
+export function rateLimit(options?: RateLimitOptions): onRequestHookHandler & RequestLimitControls {
+  const { hook, gate } = createRateLimitHook(options);
+  return withControls(hook, { reconfigure: gate.reconfigure, limiter: gate.limiter });
 }
 
 /** Builds the {@link rateLimit} hook and returns its gate too (the plugin closes it on shutdown). */
@@ -98,17 +102,20 @@ function applyGate(result: GateResult, reply: FastifyReply, done: HookHandlerDon
  * then 429 with the `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function authGuard(options: AuthGuardOptions): onRequestHookHandler {
+export function authGuard(options: AuthGuardOptions): onRequestHookHandler & FailureLimitControls {
   const gate = createAuthGate<FastifyRequest>(options, { where: 'authGuard' });
-  return function portcullisAuthGuard(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-  ): void {
-    const result = gate.run(request.raw, request);
-    if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
-    else applyGate(result, reply, done);
-  };
+  return withControls(
+    function portcullisAuthGuard(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
+      const result = gate.run(request.raw, request);
+      if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
+      else applyGate(result, reply, done);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }
 
 /**
@@ -116,15 +123,20 @@ export function authGuard(options: AuthGuardOptions): onRequestHookHandler {
  * (even during a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function webhookGuard(options: WebhookGuardOptions): onRequestHookHandler {
+export function webhookGuard(
+  options: WebhookGuardOptions,
+): onRequestHookHandler & FailureLimitControls {
   const gate = createWebhookGate<FastifyRequest>(options);
-  return function portcullisWebhookGuard(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-  ): void {
-    const result = gate.run(request.raw, request);
-    if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
-    else applyGate(result, reply, done);
-  };
+  return withControls(
+    function portcullisWebhookGuard(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
+      const result = gate.run(request.raw, request);
+      if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
+      else applyGate(result, reply, done);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }

@@ -5,6 +5,9 @@
  */
 import {
   createAuthGate,
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
   createRequestGate,
   createWebhookGate,
   functionOption,
@@ -61,7 +64,9 @@ function sendAnswer(ctx: ParameterizedContext, answer: HttpAnswer): void {
  * headers and `ctx.state.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function rateLimit(options?: RateLimitOptions): Middleware<RateLimitState> {
+export function rateLimit(
+  options?: RateLimitOptions,
+): Middleware<RateLimitState> & RequestLimitControls {
   const gate = createRequestGate<KoaRequest, KoaResponse>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
 
@@ -82,12 +87,15 @@ export function rateLimit(options?: RateLimitOptions): Middleware<RateLimitState
     return onLimited(ctx.request, ctx, result.decision);
   }
 
-  return function portcullisRateLimit(ctx: RateLimitContext, next: Next): unknown {
-    const result = gate.run(ctx.req, ctx.request);
-    return isPromise(result)
-      ? result.then((r) => applyRateLimit(r, ctx, next))
-      : applyRateLimit(result, ctx, next);
-  };
+  return withControls(
+    function portcullisRateLimit(ctx: RateLimitContext, next: Next): unknown {
+      const result = gate.run(ctx.req, ctx.request);
+      return isPromise(result)
+        ? result.then((r) => applyRateLimit(r, ctx, next))
+        : applyRateLimit(result, ctx, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }
 
 /** Continues on success; otherwise writes the gate's answer (401, 429 or 503). */
@@ -102,14 +110,17 @@ function applyGate(result: GateResult, ctx: ParameterizedContext, next: Next): u
  * `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function authGuard(options: AuthGuardOptions): Middleware {
+export function authGuard(options: AuthGuardOptions): Middleware & FailureLimitControls {
   const gate = createAuthGate<KoaRequest>(options, { where: 'authGuard' });
-  return function portcullisAuthGuard(ctx: ParameterizedContext, next: Next): unknown {
-    const result = gate.run(ctx.req, ctx.request);
-    return isPromise(result)
-      ? result.then((r) => applyGate(r, ctx, next))
-      : applyGate(result, ctx, next);
-  };
+  return withControls(
+    function portcullisAuthGuard(ctx: ParameterizedContext, next: Next): unknown {
+      const result = gate.run(ctx.req, ctx.request);
+      return isPromise(result)
+        ? result.then((r) => applyGate(r, ctx, next))
+        : applyGate(result, ctx, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }
 
 /**
@@ -117,12 +128,15 @@ export function authGuard(options: AuthGuardOptions): Middleware {
  * a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function webhookGuard(options: WebhookGuardOptions): Middleware {
+export function webhookGuard(options: WebhookGuardOptions): Middleware & FailureLimitControls {
   const gate = createWebhookGate<KoaRequest>(options);
-  return function portcullisWebhookGuard(ctx: ParameterizedContext, next: Next): unknown {
-    const result = gate.run(ctx.req, ctx.request);
-    return isPromise(result)
-      ? result.then((r) => applyGate(r, ctx, next))
-      : applyGate(result, ctx, next);
-  };
+  return withControls(
+    function portcullisWebhookGuard(ctx: ParameterizedContext, next: Next): unknown {
+      const result = gate.run(ctx.req, ctx.request);
+      return isPromise(result)
+        ? result.then((r) => applyGate(r, ctx, next))
+        : applyGate(result, ctx, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
 }

@@ -7,6 +7,7 @@ import {
   type Decision,
   type ErrorShape,
   type FailureLimiter,
+  type FailureLimiterReconfig,
   type GateResult,
   isPromise,
   type MaybePromise,
@@ -107,6 +108,8 @@ export interface ConnectAuth {
   readonly limiter: FailureLimiter;
   /** The limiter for browser clients (requests with `Origin`). */
   readonly browserLimiter: FailureLimiter;
+  /** Changes the numbers in force without a restart (history and earned lockouts kept). */
+  reconfigure(partial: FailureLimiterReconfig): void;
   /** Closes the limiters this instance created (not the ones you passed). */
   close(): MaybePromise<void>;
 }
@@ -205,6 +208,7 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
     },
     limiter: gate.limiter,
     browserLimiter: gate.browserLimiter,
+    reconfigure: gate.reconfigure,
     close(): MaybePromise<void> {
       const closing: MaybePromise<void>[] = [];
       if (options?.limiter === undefined) closing.push(gate.limiter.close());

@@ -5,6 +5,8 @@ import {
   type AuthOutcome,
   callSafely,
   createAuthGate,
+  type FailureLimitControls,
+  withControls,
   type GateResult,
   type HttpAnswer,
   isPromise,
@@ -148,7 +150,8 @@ function holdSocket(socket: Duplex): () => void {
  *
  * @param server the HTTP(S) server whose `upgrade` event is guarded
  * @param wss a `ws` WebSocketServer created with `{ noServer: true }`
- * @returns a function that removes the listener and closes the limiters the guard created itself
+ * @returns a function that removes the listener and closes the limiters the guard created itself;
+ *   it also carries `reconfigure(partial)` and `limiter`, to change the numbers live
  * @throws {PortcullisConfigError} for a wrong or unknown option, or a `wss` not in `noServer` mode
  * @example
  * const wss = new WebSocketServer({ noServer: true });
@@ -161,7 +164,7 @@ export function guardUpgrade<Ws>(
   server: UpgradeServer,
   wss: WebSocketServerLike<Ws>,
   options: GuardUpgradeOptions<Ws>,
-): () => void {
+): (() => void) & FailureLimitControls {
   checkServers(server, wss);
   const gate = createAuthGate<IncomingMessage>(options, {
     where: 'guardUpgrade',
@@ -260,7 +263,8 @@ export function guardUpgrade<Ws>(
 
   server.on('upgrade', onUpgrade);
   let attached = true;
-  return function detachGuardUpgrade(): void {
+  const controls = { reconfigure: gate.reconfigure, limiter: gate.limiter };
+  return withControls(function detachGuardUpgrade(): void {
     if (!attached) return;
     attached = false;
     server.off('upgrade', onUpgrade);
@@ -275,5 +279,5 @@ export function guardUpgrade<Ws>(
           report(error, 'Portcullis guardUpgrade: closing a limiter failed'),
         );
     }
-  };
+  }, controls);
 }

@@ -20,7 +20,15 @@ import {
   refusedUncounted,
 } from '../failure-limiter.js';
 import { PortcullisConfigError } from '../errors.js';
-import { boolean, func, integer, parseOptions, required, withMethods } from '../options.js';
+import {
+  boolean,
+  func,
+  hiddenOption,
+  integer,
+  parseOptions,
+  required,
+  withMethods,
+} from '../options.js';
 import { presets } from '../presets.js';
 import { type AuthSubject, authSubject } from '../subject.js';
 import { type GateResult, jsonAnswer } from './answer.js';
@@ -105,10 +113,11 @@ export interface GateSetup {
 const { logger: _sharedLogger, ...limiterOptionSpec } = failureLimiterSpec;
 export const flatLimiterSpec = {
   ...limiterOptionSpec,
-  options: (_value: unknown, fail: (expected: string) => never): never =>
+  options: hiddenOption((_value: unknown, fail: (expected: string) => never): never =>
     fail(
       'flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options"',
     ),
+  ),
 };
 
 /**

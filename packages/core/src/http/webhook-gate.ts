@@ -23,8 +23,11 @@ import {
   flatLimiterSpec,
 } from './auth-gate.js';
 
+// Webhook senders are servers and never loopback-exempt: an `exemptLoopback` would be ignored.
+const { exemptLoopback: _neverExempt, ...webhookLimiterSpec } = flatLimiterSpec;
+
 /** Options of {@link createWebhookGate} (and of every adapter's `webhookGuard`). */
-export interface WebhookGateOptions<Req> extends FailureLimiterOptions {
+export interface WebhookGateOptions<Req> extends Omit<FailureLimiterOptions, 'exemptLoopback'> {
   /** Compares the webhook token. A missing token counts as a failure. */
   verify: (req: Req) => MaybePromise<AuthOutcome>;
   /**
@@ -68,7 +71,7 @@ export function createWebhookGate<Req>(
       ...extra,
       verify: func,
       limiter: failureLimiterOption,
-      ...flatLimiterSpec,
+      ...webhookLimiterSpec,
       ...clientOptionSpec,
     },
     where,

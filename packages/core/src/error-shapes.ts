@@ -1,6 +1,6 @@
 /*
  * The one place that builds the error shapes clients see. The field order is part of the contract:
- * these objects are serialised byte for byte as DESIGN 3.2 and 3.5 show them.
+ * these objects are serialised byte for byte as docs/design.md#gateway-auth and #control-plane-quotas show them.
  */
 
 /** A gateway error shape (WS frame, RPC error or HTTP JSON body). */
@@ -17,7 +17,7 @@ export function retryAfterSeconds(retryAfterMs: number): number {
   return Math.max(1, Math.ceil(retryAfterMs / 1000));
 }
 
-/** The lockout answer of gateway auth (DESIGN 3.2). */
+/** The lockout answer of gateway auth (docs/design.md#gateway-auth). */
 export interface AuthRateLimitedError extends ErrorShape {
   readonly code: 'INVALID_REQUEST';
   readonly retryable: true;
@@ -74,7 +74,7 @@ export function authFailedError(reason: 'missing' | 'invalid'): AuthFailedError 
       };
 }
 
-/** The per-method quota answer of the control plane (DESIGN 3.5). */
+/** The per-method quota answer of the control plane (docs/design.md#control-plane-quotas). */
 export interface MethodRateLimitedError extends ErrorShape {
   readonly code: 'UNAVAILABLE';
   readonly retryable: true;
@@ -100,7 +100,7 @@ export function methodRateLimitedError(
   };
 }
 
-/** The exact message of the session-creation limit (DESIGN 3.6). */
+/** The exact message of the session-creation limit (docs/design.md#session-creation). */
 export function sessionRateLimitMessage(method: string, retryAfterMs: number): string {
   return `ACP session creation rate limit exceeded for ${method}; retry after ${Math.ceil(retryAfterMs / 1000)}s.`;
 }

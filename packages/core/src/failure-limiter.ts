@@ -178,7 +178,7 @@ export const failureLimiterOption: OptionCheck<FailureLimiter> = (value, fail) =
 };
 
 /**
- * Creates a failure limiter (DESIGN 3.1): a sliding log of failure times per `scope:subject`, a
+ * Creates a failure limiter (docs/design.md#failure-limiter): a sliding log of failure times per `scope:subject`, a
  * lockout when `maxAttempts` failures fall within `windowMs`, scopes independent of each other.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */

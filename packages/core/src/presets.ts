@@ -1,4 +1,4 @@
-/** The production gateway's numbers (DESIGN 7). Frozen: copy and change, never mutate. */
+/** The production gateway's numbers (docs/design.md#public-names). Frozen: copy and change, never mutate. */
 export const presets = Object.freeze({
   /** Gateway auth: 10 failures / 60 s → 5 min lockout, loopback exempt. */
   gatewayAuth: Object.freeze({

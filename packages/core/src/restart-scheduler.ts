@@ -71,7 +71,7 @@ const restartSpec = {
 };
 
 /**
- * Creates the restart scheduler (DESIGN 3.6): requests coalesce into one pending restart; the
+ * Creates the restart scheduler (docs/design.md#restart-cooldown): requests coalesce into one pending restart; the
  * cooldown since the last restart is added on top of the requested delay; an earlier request pulls
  * a pending restart forward.
  * @throws {PortcullisConfigError} for a wrong or unknown option (`onRestart` is required)

@@ -51,7 +51,7 @@ const sessionSpec = {
 };
 
 /**
- * Creates the session-creation limiter (DESIGN 3.6): 120 new sessions per 10 s per instance by
+ * Creates the session-creation limiter (docs/design.md#session-creation): 120 new sessions per 10 s per instance by
  * default, as a fixed window anchored at the first creation. Re-opening a known session must not
  * call `consume` (see `@portcullis/rpc`'s `withSessionCreationLimit`).
  */

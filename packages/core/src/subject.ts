@@ -11,7 +11,7 @@ export interface AuthSubject {
 }
 
 /**
- * Turns a resolved client into a failure-limiter subject (DESIGN 3.3, 3.7). A request with an
+ * Turns a resolved client into a failure-limiter subject (docs/design.md#browser-origins, #client-identity). A request with an
  * `Origin` is a browser: never exempt, and from loopback keyed by its normalised origin (each origin
  * its own bucket); otherwise the client IP, exempt only when direct-local. Unresolved → `unknown`.
  */

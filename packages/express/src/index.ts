@@ -50,7 +50,7 @@ function sendAnswer(res: Response, answer: HttpAnswer): void {
 }
 
 /**
- * The general request limiter (DESIGN 4) as Express middleware. Allowed requests get the counter
+ * The general request limiter (docs/design.md#request-limiter) as Express middleware. Allowed requests get the counter
  * headers and `req.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
@@ -99,7 +99,7 @@ function applyGate(result: GateResult, res: Response, next: NextFunction): void 
 }
 
 /**
- * Gateway auth (DESIGN 3.2) as Express middleware: the lockout is checked before credentials are
+ * Gateway auth (docs/design.md#gateway-auth) as Express middleware: the lockout is checked before credentials are
  * compared; missing credentials get 401 uncounted; wrong ones are counted (401, then 429 with the
  * `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
@@ -117,7 +117,7 @@ export function authGuard(options: AuthGuardOptions): RequestHandler & FailureLi
 }
 
 /**
- * Webhook ingress (DESIGN 3.4) as Express middleware: a right token resets and continues (even
+ * Webhook ingress (docs/design.md#webhooks) as Express middleware: a right token resets and continues (even
  * during a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */

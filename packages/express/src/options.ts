@@ -30,11 +30,11 @@ export interface RateLimitOptions extends RequestGateOptions<Request, Response> 
   onLimited?: OnLimited;
 }
 
-/** Options of `authGuard`: DESIGN 3.2; `verify` receives the Express request. */
+/** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the Express request. */
 export interface AuthGuardOptions extends Omit<AuthGateOptions<Request>, 'verify'> {
   /** Compares the request's credentials (constant-time, please). */
   verify: (req: Request) => MaybePromise<AuthOutcome>;
 }
 
-/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives the Express request. */
+/** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Express request. */
 export type WebhookGuardOptions = WebhookGateOptions<Request>;

@@ -34,7 +34,7 @@ function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {
 }
 
 /**
- * The general request limiter (DESIGN 4) as a Fastify `onRequest` hook. Allowed requests get the
+ * The general request limiter (docs/design.md#request-limiter) as a Fastify `onRequest` hook. Allowed requests get the
  * counter headers and `request.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
@@ -97,7 +97,7 @@ function applyGate(result: GateResult, reply: FastifyReply, done: HookHandlerDon
 }
 
 /**
- * Gateway auth (DESIGN 3.2) as a Fastify `onRequest` hook: the lockout is checked before
+ * Gateway auth (docs/design.md#gateway-auth) as a Fastify `onRequest` hook: the lockout is checked before
  * credentials are compared; missing credentials get 401 uncounted; wrong ones are counted (401,
  * then 429 with the `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
@@ -119,7 +119,7 @@ export function authGuard(options: AuthGuardOptions): onRequestHookHandler & Fai
 }
 
 /**
- * Webhook ingress (DESIGN 3.4) as a Fastify `onRequest` hook: a right token resets and continues
+ * Webhook ingress (docs/design.md#webhooks) as a Fastify `onRequest` hook: a right token resets and continues
  * (even during a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */

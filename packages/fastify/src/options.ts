@@ -32,11 +32,11 @@ export interface RateLimitOptions extends RequestGateOptions<FastifyRequest, Fas
   onLimited?: OnLimited;
 }
 
-/** Options of `authGuard`: DESIGN 3.2; `verify` receives the Fastify request. */
+/** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the Fastify request. */
 export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 'verify'> {
   /** Compares the request's credentials (constant-time, please). */
   verify: (request: FastifyRequest) => MaybePromise<AuthOutcome>;
 }
 
-/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives the Fastify request. */
+/** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Fastify request. */
 export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;

@@ -60,7 +60,7 @@ function sendAnswer(ctx: ParameterizedContext, answer: HttpAnswer): void {
 }
 
 /**
- * The general request limiter (DESIGN 4) as Koa middleware. Allowed requests get the counter
+ * The general request limiter (docs/design.md#request-limiter) as Koa middleware. Allowed requests get the counter
  * headers and `ctx.state.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
@@ -105,7 +105,7 @@ function applyGate(result: GateResult, ctx: ParameterizedContext, next: Next): u
 }
 
 /**
- * Gateway auth (DESIGN 3.2) as Koa middleware: the lockout is checked before credentials are
+ * Gateway auth (docs/design.md#gateway-auth) as Koa middleware: the lockout is checked before credentials are
  * compared; missing credentials get 401 uncounted; wrong ones are counted (401, then 429 with the
  * `authRateLimitedError` body); right ones reset the client's count and continue.
  * @throws {PortcullisConfigError} for a wrong or unknown option
@@ -124,7 +124,7 @@ export function authGuard(options: AuthGuardOptions): Middleware & FailureLimitC
 }
 
 /**
- * Webhook ingress (DESIGN 3.4) as Koa middleware: a right token resets and continues (even during
+ * Webhook ingress (docs/design.md#webhooks) as Koa middleware: a right token resets and continues (even during
  * a lockout); wrong or missing tokens get 401, then a plain-text 429 with `Retry-After`.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */

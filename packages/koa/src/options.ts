@@ -41,11 +41,11 @@ export interface RateLimitOptions extends RequestGateOptions<KoaRequest, KoaResp
   onLimited?: OnLimited;
 }
 
-/** Options of `authGuard`: DESIGN 3.2; `verify` receives Koa's request object (`ctx.request`). */
+/** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives Koa's request object (`ctx.request`). */
 export interface AuthGuardOptions extends Omit<AuthGateOptions<KoaRequest>, 'verify'> {
   /** Compares the request's credentials (constant-time, please). */
   verify: (req: KoaRequest) => MaybePromise<AuthOutcome>;
 }
 
-/** Options of `webhookGuard`: DESIGN 3.4; `verify` receives Koa's request object (`ctx.request`). */
+/** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives Koa's request object (`ctx.request`). */
 export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;

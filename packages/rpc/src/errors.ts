@@ -5,7 +5,7 @@ import type {
 } from '@portcullis/core';
 
 /**
- * An RPC call refused by Portcullis, carrying the exact wire shape (DESIGN 3.2 / 3.5) in `shape`.
+ * An RPC call refused by Portcullis, carrying the exact wire shape (docs/design.md#gateway-auth / 3.5) in `shape`.
  * `toJSON()` returns that plain shape, so `JSON.stringify(error)` — or a WebSocket frame built from
  * it — sends exactly the contract's object. Recognise it by `instanceof` or, across package copies,
  * with {@link isPortcullisRpcError}.

@@ -1,7 +1,7 @@
 /**
- * @portcullis/rpc — per-method quotas around any RPC dispatcher (DESIGN 3.5), the JSON-RPC 2.0
+ * @portcullis/rpc — per-method quotas around any RPC dispatcher (docs/design.md#control-plane-quotas), the JSON-RPC 2.0
  * mapping of Portcullis error shapes, and the wiring of core's session-creation limiter and restart
- * scheduler (DESIGN 3.6).
+ * scheduler (docs/design.md#session-creation).
  * @packageDocumentation
  */
 export {

@@ -31,7 +31,7 @@ export interface JsonRpcErrorObject<Shape extends ErrorShape = ErrorShape> {
   readonly code: number;
   /** The shape's message, e.g. `rate limit exceeded for config.patch; retry after 50s`. */
   readonly message: string;
-  /** The plain shape, exactly as DESIGN 3.2 / 3.5 writes it. */
+  /** The plain shape, exactly as docs/design.md#gateway-auth / 3.5 writes it. */
   readonly data: Shape;
 }
 

@@ -31,7 +31,7 @@ import {
 } from './validate.js';
 
 /**
- * The control-plane write methods the gateway limits (DESIGN 3.5), the default of
+ * The control-plane write methods the gateway limits (docs/design.md#control-plane-quotas), the default of
  * `withMethodQuotas`' `methods`. Frozen.
  */
 export const controlPlaneWriteMethods = Object.freeze([
@@ -175,7 +175,7 @@ const quotaSpec = {
 };
 
 /**
- * Wraps an RPC dispatcher with per-method quotas (DESIGN 3.5): each call of a limited method
+ * Wraps an RPC dispatcher with per-method quotas (docs/design.md#control-plane-quotas): each call of a limited method
  * spends one slot of the fixed-window bucket `method|deviceId|clientIp` (30 per 60 s by default,
  * anchored at the first call; a refused call spends nothing; an IPv6 client is keyed by its /64).
  * The wrapped dispatcher always returns a promise: an exhausted bucket rejects it with

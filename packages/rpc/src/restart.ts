@@ -120,7 +120,7 @@ export function boundReason(reason: string, max: number): string {
 }
 
 /**
- * Answers `gateway.restart.request` from core's restart scheduler (DESIGN 3.6) and passes every
+ * Answers `gateway.restart.request` from core's restart scheduler (docs/design.md#restart-cooldown) and passes every
  * other method to `dispatch`. The answer is the scheduler's `{ coalesced, delayMs,
  * cooldownMsApplied }`: requests coalesce, restarts stay `cooldownMs` apart, a request during the
  * cooldown is scheduled after it, never rejected. Put {@link withMethodQuotas} outside this wrapper

@@ -71,7 +71,7 @@ const sessionSpec = {
 };
 
 /**
- * Wires core's session-creation limiter (DESIGN 3.6) into a dispatcher: a call of a
+ * Wires core's session-creation limiter (docs/design.md#session-creation) into a dispatcher: a call of a
  * session-opening method is charged one creation unless `isKnown` says it re-opens an existing
  * session, which is free. When the window is spent the call is rejected with core's plain `Error`,
  * whose message is exactly `ACP session creation rate limit exceeded for <method>; retry after <n>s.`

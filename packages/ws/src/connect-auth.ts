@@ -153,7 +153,7 @@ function toResult(result: GateResult, outcome: AuthOutcome): ConnectAuthResult {
 }
 
 /**
- * Auth limiting for protocols that authenticate in the first WebSocket frame (DESIGN 3.2, 3.3, 5).
+ * Auth limiting for protocols that authenticate in the first WebSocket frame (docs/design.md#gateway-auth, #browser-origins, #adapters).
  * Your code reads the frame and compares the credentials; `attempt` applies the lockout, `refuse`
  * sends the error frame and closes with 1008. Requests with an `Origin` use the browser limiter.
  * @throws {PortcullisConfigError} for a wrong or unknown option (`verify` included)

@@ -137,7 +137,7 @@ function holdSocket(socket: Duplex): () => void {
 }
 
 /**
- * Gates WebSocket handshakes on an HTTP(S) server (DESIGN 3.2, 3.3, 5): on every `upgrade`, the
+ * Gates WebSocket handshakes on an HTTP(S) server (docs/design.md#gateway-auth, #browser-origins, #adapters): on every `upgrade`, the
  * credentials are checked through the gateway auth sequence before `wss.handleUpgrade` runs.
  * Accepted: `wss` completes the handshake and emits `connection`, then `onAuthenticated` runs.
  * Refused: a raw `HTTP/1.1` response is written — 401 for missing (not counted) or wrong (counted)

@@ -79,7 +79,7 @@ export interface AuthGateOptions<Req> extends FailureLimiterOptions {
   logger?: Logger;
 }
 
-/** A string (blank means the default scope, as DESIGN 3.1 says). */
+/** A string (blank means the default scope, as docs/design.md#failure-limiter says). */
 const stringOption = (value: unknown, fail: (expected: string) => never): string =>
   typeof value === 'string' ? value : fail('a string');
 
@@ -183,10 +183,10 @@ export function checkOutcome(outcome: unknown): AuthOutcome {
 }
 
 /**
- * The gateway auth sequence (DESIGN 3.2) for any transport: missing credentials are answered 401
+ * The gateway auth sequence (docs/design.md#gateway-auth) for any transport: missing credentials are answered 401
  * and neither checked nor counted; otherwise the limiter is checked first, so a locked-out client
  * is refused even with the right credentials; a wrong credential is counted (401), a right one
- * resets the scope for that client. Browser requests use the browser limiter (DESIGN 3.3).
+ * resets the scope for that client. Browser requests use the browser limiter (docs/design.md#browser-origins).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function createAuthGate<Req>(

@@ -140,7 +140,7 @@ export interface RequestGate<Req, Res = unknown> {
 const fn = func as (value: unknown, fail: (expected: string) => never) => never;
 
 /**
- * The general request limiter (DESIGN 4) for any HTTP framework: key, skip and cost per request,
+ * The general request limiter (docs/design.md#request-limiter) for any HTTP framework: key, skip and cost per request,
  * IETF headers computed once per decision, and a ready-made 429/503 answer.
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */

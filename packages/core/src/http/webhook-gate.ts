@@ -54,10 +54,10 @@ export interface WebhookGate<Req> {
 }
 
 /**
- * Webhook ingress (DESIGN 3.4): the limiter is consulted on the failure path only. A correct token
+ * Webhook ingress (docs/design.md#webhooks): the limiter is consulted on the failure path only. A correct token
  * resets the client's counter and passes (even during a lockout); a wrong or missing token meets a
  * lockout already in force with a plain `429 Too Many Requests` and `Retry-After`, and is otherwise
- * counted and answered 401 — the failure that starts the lockout included (DESIGN 3.1).
+ * counted and answered 401 — the failure that starts the lockout included (docs/design.md#failure-limiter).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function createWebhookGate<Req>(
@@ -114,7 +114,7 @@ export function createWebhookGate<Req>(
       // (the sender proved it holds the secret). Unlike the auth gate, this is a reset.
       return mapMaybe(limiter.reset(subject), (d) => ({ ok: true, decision: d }));
     }
-    // The failure path (DESIGN 3.1): a locked-out sender is refused uncounted; otherwise the
+    // The failure path (docs/design.md#failure-limiter): a locked-out sender is refused uncounted; otherwise the
     // failure is counted and answered 401, even the one that starts the lockout.
     return mapMaybe(limiter.check(subject), (before) => {
       if (!before.allowed) return refuse(before);

@@ -36,7 +36,7 @@ export function createApp({ hookToken = process.env.HOOK_TOKEN || DEMO_HOOK_TOKE
   // The gateway's webhook numbers: 20 wrong or missing tokens a minute per client IP → 60 s of 429.
   // A right token always passes and clears the sender's count (loopback is not exempt).
   const hooks = webhookGuard({
-    options: time,
+    ...time,
     verify: (req) => {
       const token = req.get('x-hook-token');
       if (token === '') return 'missing';

@@ -316,12 +316,22 @@ export function configHash(config) {
  */
 export function runningConfig(boot) {
   let config = boot;
+  /** @type {Array<(next: GatewayConfig) => void>} */
+  const listeners = [];
   return {
     /** @returns {GatewayConfig} */
     current: () => config,
-    /** @param {GatewayConfig} next */
+    /**
+     * Puts `next` in force and tells every listener (the limiters take its numbers live).
+     * @param {GatewayConfig} next
+     */
     replace(next) {
       config = next;
+      for (const listener of listeners) listener(next);
+    },
+    /** @param {(next: GatewayConfig) => void} listener called after every replace */
+    onReplace(listener) {
+      listeners.push(listener);
     },
   };
 }

@@ -4,12 +4,13 @@
 // (webhooks), sockets.js and http.js (the transports), status.js (the live board) and limits.js
 // (the failure limiters and the limits in words). Everything is in memory, in one process.
 import { once } from 'node:events';
+import { watch } from 'node:fs';
 import { createClientResolver, systemClock, systemTimers } from '@portcullis/core';
-import { configHash, parseConfig, runningConfig } from './config.js';
+import { configHash, loadConfig, parseConfig, runningConfig } from './config.js';
 import { createConnect } from './connect.js';
 import { createHookRoute } from './hooks.js';
 import { createHttpServer } from './http.js';
-import { createFailureLimiters, statusLimiters } from './limits.js';
+import { createFailureLimiters, reconfigureLimiters, statusLimiters } from './limits.js';
 import { createJsonLogger } from './logger.js';
 import { createRestarts } from './restart.js';
 import { createRpc } from './rpc.js';
@@ -72,7 +73,7 @@ export function createGateway(options) {
   const board = createStatusBoard({
     clock,
     timers,
-    ...statusLimiters(rl, limiters, rpc.quotaStore),
+    ...statusLimiters(() => config.current().gateway.auth.rateLimit, limiters, rpc.quotaStore),
     extra: () => ({
       gateway: {
         name: config.current().gateway.name,
@@ -112,6 +113,48 @@ export function createGateway(options) {
     logger,
   });
 
+  // Whoever replaces the config (reload, restart, config.patch/apply over RPC), the failure
+  // limiters take its numbers live (lockouts kept) and the board shows its hash. Port and proxies
+  // keep their boot values until the process restarts.
+  config.onReplace((next) => {
+    reconfigureLimiters(limiters, next.gateway.auth.rateLimit);
+    board.changed();
+  });
+
+  /**
+   * Re-reads the config file and applies it when it changed; an invalid file is logged and the
+   * config in force kept.
+   * @param {string} reason what asked for it (`SIGHUP`, `file changed`)
+   * @returns {boolean} whether a new config is now in force
+   */
+  function reload(reason) {
+    if (options.configPath === undefined) return false;
+    let next;
+    try {
+      next = loadConfig(options.configPath);
+    } catch (error) {
+      logger.error(
+        { err: error, reason },
+        'config reload: the file is invalid; keeping the config in force',
+      );
+      return false;
+    }
+    const before = configHash(config.current());
+    const after = configHash(next);
+    if (after === before) return false;
+    config.replace(next);
+    logger.info(
+      { event: 'gateway.config.reloaded', reason, configHash: after, previous: before },
+      `config reloaded (${reason})`,
+    );
+    return true;
+  }
+
+  /** @type {import('node:fs').FSWatcher | undefined} */
+  let watcher;
+  /** @type {unknown} */
+  let pending;
+
   let closed = false;
   /** @type {{ port: number, host: string, url: string, wsUrl: string } | undefined} */
   let address;
@@ -127,6 +170,23 @@ export function createGateway(options) {
     config: () => config.current(),
     /** Where it listens, once listening. */
     address: () => address,
+    /** Re-reads the config file now (what SIGHUP does); true when a new config is in force. */
+    reload,
+    /**
+     * Reloads the config whenever its file changes (editors write in bursts: one reload per
+     * 100 ms of quiet). Stopped by `close()`.
+     */
+    watchConfig() {
+      if (options.configPath === undefined || watcher !== undefined) return;
+      watcher = watch(options.configPath, () => {
+        if (pending !== undefined) timers.clearTimeout(pending);
+        pending = timers.setTimeout(() => {
+          pending = undefined;
+          reload('file changed');
+        }, 100);
+      });
+      watcher.on('error', (error) => logger.error({ err: error }, 'config watch failed'));
+    },
     logger,
     /**
      * Starts listening (default: the config's port on 127.0.0.1).
@@ -145,6 +205,8 @@ export function createGateway(options) {
     async close() {
       if (closed) return;
       closed = true;
+      watcher?.close();
+      if (pending !== undefined) timers.clearTimeout(pending);
       board.close();
       restarts.scheduler.close();
       sockets.close();

@@ -42,11 +42,12 @@ export function createFailureLimiters(rl, { clock, timers, logger }) {
 
 /**
  * What the status board shows of each limiter: a title, the rule in words and the store it reads.
- * @param {RateLimitConfig} rl
+ * @param {() => RateLimitConfig} numbers `gateway.auth.rateLimit` of the config in force (a reload
+ *   changes it, and the board then shows the new rule)
  * @param {FailureLimiters} limiters
  * @param {MemoryStore} quotaStore the control-plane quota's store
  */
-export function statusLimiters(rl, limiters, quotaStore) {
+export function statusLimiters(numbers, limiters, quotaStore) {
   const w = presets.webhookAuth;
   const q = presets.controlPlaneWrites;
   return {
@@ -54,13 +55,19 @@ export function statusLimiters(rl, limiters, quotaStore) {
       {
         name: 'auth',
         title: 'Gateway auth (CLI and server clients, no Origin)',
-        rule: `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class${rl.exemptLoopback ? '; direct-local loopback exempt' : ''}`,
+        get rule() {
+          const rl = numbers();
+          return `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class${rl.exemptLoopback ? '; direct-local loopback exempt' : ''}`;
+        },
         store: /** @type {MemoryStore} */ (limiters.auth.store),
       },
       {
         name: 'auth-browser',
         title: 'Browser connections (with Origin)',
-        rule: `same numbers, never exempt; from loopback one bucket per Origin, and every page also counts against its site's ${rl.maxAttempts} and all local pages' ${3 * rl.maxAttempts} failures / ${formatMs(rl.windowMs)}`,
+        get rule() {
+          const rl = numbers();
+          return `same numbers, never exempt; from loopback one bucket per Origin, and every page also counts against its site's ${rl.maxAttempts} and all local pages' ${3 * rl.maxAttempts} failures / ${formatMs(rl.windowMs)}`;
+        },
         store: /** @type {MemoryStore} */ (limiters.browser.store),
         // core's per-site and all-origins budgets around the browser limiter (their own store)
         aggregates: ['auth-browser-site', 'auth-browser-all-origins'],
@@ -117,4 +124,21 @@ export function describeLimits(config) {
       `coalesced, ≥ ${formatMs(presets.restart.cooldownMs)} apart, ${formatMs(presets.restart.defaultDelayMs)} default delay (simulated: re-reads the config)`,
     ],
   ];
+}
+
+/**
+ * Puts new failure-limiter numbers in force without a restart: history and earned lockouts are
+ * kept, a lowered `maxAttempts` applies at once (docs/design.md#failure-limiter).
+ * @param {FailureLimiters} limiters
+ * @param {RateLimitConfig} rl
+ */
+export function reconfigureLimiters(limiters, rl) {
+  const { maxAttempts, windowMs, lockoutMs } = rl;
+  limiters.auth.reconfigure({
+    maxAttempts,
+    windowMs,
+    lockoutMs,
+    exemptLoopback: rl.exemptLoopback,
+  });
+  limiters.browser.reconfigure({ maxAttempts, windowMs, lockoutMs });
 }

@@ -165,5 +165,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    // Live limits: a changed gateway.json (or SIGHUP) puts its numbers in force, lockouts kept.
+    gateway.watchConfig();
+    process.on('SIGHUP', () => gateway.reload('SIGHUP'));
   }
 }

@@ -1,8 +1,8 @@
 // The restart scheduler and what a restart does here. Core's scheduler coalesces requests and keeps
 // restarts 30 s apart (docs/design.md#restart-cooldown); this gateway only simulates the restart itself: the config file
-// is read again (the config in force is kept if the file became invalid) and every connected
-// client is told, while the process and the limiters' state live on. Port and limiter numbers
-// therefore change only when the process itself restarts.
+// is read again (the config in force is kept if the file became invalid), its limiter numbers are
+// put in force live, and every connected client is told, while the process and the limiters'
+// state live on. The port changes only when the process itself restarts.
 import { createRestartScheduler, presets } from '@portcullis/core';
 import { configHash, loadConfig } from './config.js';
 import { formatMs } from './status.js';

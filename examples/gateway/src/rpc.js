@@ -2,7 +2,7 @@
 // sit innermost; around them, from the inside out: the session-creation limit (only new session
 // ids are charged), restart requests routed to core's scheduler, and the per-method control-plane
 // quotas — outermost, so a refused write costs no handler work and every restart request spends a
-// quota slot (DESIGN 3.5, 3.6). Config changes stay in memory; the file is never written.
+// quota slot (docs/design.md#control-plane-quotas, #session-creation, #restart-cooldown). Config changes stay in memory; the file is never written.
 import { randomUUID } from 'node:crypto';
 import { createSessionCreationLimiter, presets } from '@portcullis/core';
 import {
@@ -71,7 +71,7 @@ export function createRpc(options) {
           detail: message,
         });
         logger.warn({ code: 'SESSION_RATE_LIMITED', method }, message);
-        // DESIGN 3.6: the exact message and no structured retry field.
+        // docs/design.md#session-creation: the exact message and no structured retry field.
         throw new PortcullisRpcError({ code: 'UNAVAILABLE', message, retryable: true });
       }
     },

@@ -1095,3 +1095,227 @@ describe('RedisStore remembers the lockouts it has seen (real Redis)', () => {
     }
   });
 });
+
+describe('RedisStore refund', () => {
+  const sliding: WindowRule = { algorithm: 'sliding-window', limit: 4, windowMs: 1000 };
+  const bucket: WindowRule = { algorithm: 'token-bucket', limit: 5, windowMs: 1000 };
+
+  it('is one script call: the rule, the cost and agoMs, then the test clock if any', async () => {
+    const f = fake(() => 1);
+    const store = new RedisStore({ sendCommand: f.send, prefix: 'p:' });
+    expect(await store.refund('k', fixed, 2, 250)).toBeUndefined();
+    const clock = manualClock(42);
+    const clocked = new RedisStore({ sendCommand: f.send, prefix: '', clock });
+    await clocked.refund('a', sliding, 1, 0);
+    await clocked.refund('b', bucket, 3, 1500);
+    expect(f.calls).toEqual([
+      { args: ['EVALSHA', SCRIPT_SHA, '1', 'p:k', 'gf', '2', '1000', '2', '250'], key: 'p:k' },
+      { args: ['EVALSHA', SCRIPT_SHA, '1', 'a', 'gs', '4', '1000', '1', '0', '42'], key: 'a' },
+      { args: ['EVALSHA', SCRIPT_SHA, '1', 'b', 'gt', '5', '1000', '3', '1500', '42'], key: 'b' },
+    ]);
+    expect(store.degraded).toBe(false);
+    store.close();
+    clocked.close();
+  });
+
+  it('re-sends with EVAL only on NOSCRIPT', async () => {
+    let loaded = false;
+    const f = fake((args) => {
+      if (args[0] === 'EVAL') {
+        loaded = true;
+        return 0;
+      }
+      if (!loaded) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+      return 1;
+    });
+    const store = new RedisStore({ sendCommand: f.send });
+    await store.refund('k', fixed, 1, 0);
+    await store.refund('k', fixed, 1, 0);
+    expect(f.commands()).toEqual(['EVALSHA', 'EVAL', 'EVALSHA']);
+    expect(f.calls[1]?.args[1]).toBe(SCRIPT);
+    expect(store.degraded).toBe(false);
+    store.close();
+  });
+
+  it.each<[string, unknown]>([
+    ['a decision instead of a count', [1, 1, 0, 1000, 0]],
+    ['2', 2],
+    ['-1', -1],
+    ['a string', '1'],
+    ['a fraction', 0.5],
+    ['NaN', Number.NaN],
+    ['null', null],
+  ])('a malformed reply (%s) is a store error: logged, never thrown', async (_, reply) => {
+    const log = memoryLogger();
+    const store = new RedisStore({
+      sendCommand: fake(() => reply).send,
+      onError: 'closed',
+      logger: log.logger,
+    });
+    try {
+      await expect(store.refund('k', fixed, 1, 0)).resolves.toBeUndefined();
+      expect(store.degraded).toBe(true);
+      expect(log.error).toHaveLength(1);
+      expect(log.error[0]).toContain('malformed reply from Redis');
+    } finally {
+      store.close();
+    }
+  });
+
+  it.each<OnError>(['fallback', 'open', 'closed'])(
+    "a failed refund never rejects; it follows onError '%s' and is no decision of its own",
+    async (onError) => {
+      const clock = manualClock(0);
+      const log = memoryLogger();
+      const events: PortcullisEvent[] = [];
+      const onEvent = (message: unknown) => events.push(message as PortcullisEvent);
+      subscribe('portcullis:store-error', onEvent);
+      const f = fake(refused('connect ECONNREFUSED 127.0.0.1:6379'));
+      const store = new RedisStore({ sendCommand: f.send, onError, clock, logger: log.logger });
+      try {
+        // The refund that meets the failure: logged once, published with the first decision.
+        await expect(store.refund('k', fixed, 1, 0)).resolves.toBeUndefined();
+        expect(store.degraded).toBe(true);
+        expect(log.error).toHaveLength(1);
+        expect(events).toHaveLength(0);
+        const first = await store.consume('k', fixed, 2);
+        expect(events).toHaveLength(1);
+        expect(events[0]).toMatchObject({ decision: first });
+        // During the outage: nothing is sent; under 'fallback' the fallback store gets it.
+        await expect(store.refund('k', fixed, 1, 0)).resolves.toBeUndefined();
+        const after = await store.consume('k', fixed, 1);
+        if (onError === 'fallback') {
+          expect(first).toMatchObject({ allowed: true, reason: 'fallback', remaining: 0 });
+          expect(after).toMatchObject({ allowed: true, reason: 'fallback', remaining: 0 });
+        } else {
+          expect(after.reason).toBe('store-error');
+        }
+        expect(f.commands()).toEqual(['EVALSHA']);
+        expect(log.error).toHaveLength(1);
+      } finally {
+        unsubscribe('portcullis:store-error', onEvent);
+        store.close();
+      }
+    },
+  );
+
+  it('a refund that times out resolves after timeoutMs, ignoring the late reply', async () => {
+    const clock = manualClock(0);
+    let answer: ((v: unknown) => void) | undefined;
+    const send: SendCommand = () =>
+      new Promise((resolve) => {
+        answer = resolve;
+      });
+    const store = new RedisStore({ sendCommand: send, timeoutMs: 50, clock, timers: clock });
+    try {
+      let done = false;
+      const pending = store.refund('k', fixed, 1, 0).then(() => {
+        done = true;
+      });
+      await new Promise((r) => setImmediate(r));
+      expect(done).toBe(false);
+      clock.advance(50);
+      await pending;
+      expect(store.degraded).toBe(true);
+      answer?.(1);
+      await new Promise((r) => setImmediate(r));
+      expect(store.degraded).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+
+  describe('against a real Redis', () => {
+    let client: TestClient;
+    beforeAll(async () => {
+      client = await ioredis.connect();
+    });
+    afterAll(() => client?.close());
+
+    it('one round trip on the server clock; a count changes in place, TTL kept', async () => {
+      const prefix = uniquePrefix('refund');
+      const commands: string[][] = [];
+      const store = new RedisStore({
+        sendCommand: (args, key) => {
+          commands.push(args);
+          return client.sendCommand(args, key);
+        },
+        prefix,
+      });
+      try {
+        const rule: WindowRule = { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 };
+        await store.consume('k', rule, 3);
+        const before = decodeState(await client.getBuffer(`${prefix}k`));
+        commands.length = 0;
+        await store.refund('k', rule, 2, 0);
+        expect(commands.map((c) => [c[0], ...c.slice(3)])).toEqual([
+          ['EVALSHA', `${prefix}k`, 'gf', '3', '60000', '2', '0'],
+        ]);
+        const after = decodeState(await client.getBuffer(`${prefix}k`));
+        expect(after).toEqual({ kind: 'F', numbers: [...(before?.numbers ?? []).slice(0, 2), 1] });
+        const ttl = Number(await client.sendCommand(['PTTL', `${prefix}k`], `${prefix}k`));
+        expect(ttl).toBeGreaterThan(55_000);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+        expect(await store.consume('k', rule, 2)).toMatchObject({ allowed: true, remaining: 0 });
+        // Units spent before the window began (by the server clock) are not its own.
+        await store.refund('k', rule, 1, 3_600_000);
+        expect(await store.peek('k', rule)).toMatchObject({ allowed: false, remaining: 0 });
+        // A bucket made full again is deleted, as a consume that fills it would.
+        await store.consume('b', bucket, 2);
+        await store.refund('b', bucket, 5, 0);
+        expect(await client.getBuffer(`${prefix}b`)).toBeNull();
+        // An absent key stays absent.
+        await store.refund('none', rule, 1, 0);
+        expect(await client.getBuffer(`${prefix}none`)).toBeNull();
+        expect(store.degraded).toBe(false);
+      } finally {
+        store.close();
+        await deletePrefix(client.sendCommand, prefix);
+      }
+    });
+
+    it('a window limiter refunds through its namespace', async () => {
+      const prefix = uniquePrefix('refund-limiter');
+      const store = new RedisStore({ sendCommand: client.sendCommand, prefix });
+      const limiter = createWindowLimiter({ store, name: 'login', limit: 2, windowMs: 60_000 });
+      try {
+        for (let i = 0; i < 5; i++) {
+          expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 1 });
+          await limiter.refund('u', 1, 0);
+        }
+        await limiter.consume('u');
+        await limiter.consume('u');
+        expect(await limiter.consume('u')).toMatchObject({ allowed: false, reason: 'limited' });
+        expect(decodeState(await client.getBuffer(`${prefix}login:u`))?.numbers[2]).toBe(2);
+      } finally {
+        store.close();
+        await deletePrefix(client.sendCommand, prefix);
+      }
+    });
+
+    it('leaves a lockout alone, and the lockouts this process has seen too', async () => {
+      const clock = manualClock(1_000_000);
+      const prefix = uniquePrefix('refund-seen');
+      const store = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+      const rule: FailureRule = { maxAttempts: 2, windowMs: 1000, lockoutMs: 300_000 };
+      try {
+        await store.recordFailure('ip', rule);
+        await store.recordFailure('ip', rule);
+        const locked = await client.getBuffer(`${prefix}ip`);
+        for (const w of [fixed, sliding, bucket]) await store.refund('ip', w, 1, 0);
+        expect(await client.getBuffer(`${prefix}ip`)).toEqual(locked);
+        // Redis forgets it (restarted empty): the seen lockout still refuses after refunds.
+        await deletePrefix(client.sendCommand, prefix);
+        for (const w of [fixed, sliding, bucket]) await store.refund('ip', w, 1, 0);
+        expect(await store.checkFailures('ip', rule)).toMatchObject({
+          allowed: false,
+          reason: 'locked',
+          retryAfterMs: 300_000,
+        });
+      } finally {
+        store.close();
+        await deletePrefix(client.sendCommand, prefix);
+      }
+    });
+  });
+});

@@ -193,6 +193,9 @@ function failureReplyValid(reply: unknown, rule: FailureRule, op: FailureOp): re
 
 const isPong = (reply: unknown): reply is 'PONG' => String(reply) === 'PONG';
 
+/** A refund answers 1 when it gave something back, else 0. */
+const isRefundReply = (reply: unknown): reply is 0 | 1 => reply === 0 || reply === 1;
+
 const isDelReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
 
 /** A lockout this process has seen, in its own clock; `writeBack` when the fallback started it. */
@@ -227,6 +230,7 @@ function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
 
 const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 'ct' } as const;
 const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt' } as const;
+const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': 'gt' } as const;
 
 /** Escapes glob metacharacters so a prefix matches only itself in `SCAN … MATCH`. */
 function globEscape(text: string): string {
@@ -357,6 +361,36 @@ export class RedisStore implements Store {
     return this.#script(args, (r) => windowReplyValid(r, rule, true)).then(
       (reply) => this.#windowDecision(reply, rule, key),
       (error: unknown) => this.#windowFallback(key, rule, undefined, error),
+    );
+  }
+
+  /**
+   * Gives back `cost` units of `key` spent `agoMs` ago, to the window they were spent in (never
+   * below zero; an absent key, another algorithm's state and a lockout are left alone), in one
+   * script call on the Redis clock, as `MemoryStore.refund` does. Never rejects: a Redis failure
+   * is a store error like any other (logged once per outage, then outage mode); under `fallback`
+   * the fallback store gets the refund, under `open` and `closed` nothing is given back. A
+   * refund is no decision: it is not published on `portcullis:store-error` and does not count
+   * among an outage's degraded decisions. It changes no lockout, seen or not.
+   */
+  refund(key: string, rule: WindowRule, cost: number, agoMs: number): Promise<void> {
+    if (!this.#available()) {
+      this.#refundFallback(key, rule, cost, agoMs, undefined);
+      return Promise.resolve();
+    }
+    const args = this.#args(
+      key,
+      REFUND[rule.algorithm],
+      String(rule.limit),
+      String(rule.windowMs),
+      String(cost),
+      String(agoMs),
+    );
+    return this.#script(args, isRefundReply).then(
+      () => {
+        if (this.#down) this.#up();
+      },
+      (error: unknown) => this.#refundFallback(key, rule, cost, agoMs, error),
     );
   }
 
@@ -563,9 +597,13 @@ export class RedisStore implements Store {
     }
   }
 
-  /** `EVALSHA sha 1 <prefixed key> <op> <three numbers> [now]` (see script.ts for the layout). */
-  #args(key: string, op: string, a: string, b: string, c: string): string[] {
+  /**
+   * `EVALSHA sha 1 <prefixed key> <op> <three numbers> [agoMs] [now]` (see script.ts for the
+   * layout; only a refund sends `agoMs`).
+   */
+  #args(key: string, op: string, a: string, b: string, c: string, ago?: string): string[] {
     const args = ['EVALSHA', SCRIPT_SHA, '1', this.#prefix + key, op, a, b, c];
+    if (ago !== undefined) args.push(ago);
     if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
     return args;
   }
@@ -574,7 +612,7 @@ export class RedisStore implements Store {
    * Runs the script: `EVALSHA`, then `EVAL` once if (and only if) Redis answers `NOSCRIPT`. A reply
    * that `valid` refuses rejects with a {@link RedisReplyError}: a store error like any other.
    */
-  #script(args: string[], valid: (reply: unknown) => reply is ScriptReply): Promise<ScriptReply> {
+  #script<T = ScriptReply>(args: string[], valid: (reply: unknown) => reply is T): Promise<T> {
     const redisKey = args[3];
     return this.#deadline(
       (expired) =>
@@ -672,6 +710,18 @@ export class RedisStore implements Store {
       d = this.#storeError(key, rule.limit);
     }
     return this.#announce(d);
+  }
+
+  /** A refund Redis could not take: under `fallback` the fallback store gets it, else it is lost. */
+  #refundFallback(
+    key: string,
+    rule: WindowRule,
+    cost: number,
+    agoMs: number,
+    error: unknown,
+  ): void {
+    if (error !== undefined) this.#fail(error);
+    if (this.#policy === 'fallback') this.#local.refund(key, rule, cost, agoMs);
   }
 
   #failureFallback(

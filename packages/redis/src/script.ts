@@ -9,12 +9,15 @@ import { createHash } from 'node:crypto';
  * division is floored or ceiled the same way, so Redis and memory agree to the unit.
  *
  * KEYS[1]  the prefixed key.
- * ARGV[1]  operation: `c` consume or `p` peek followed by the algorithm (`f` fixed window, `s`
- *          sliding window, `t` token bucket), or `k` check failures, `r` record a failure, `s`
- *          record a success, `w` write back a lockout the fallback started during an outage.
- * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek).
+ * ARGV[1]  operation: `c` consume, `p` peek or `g` give back (refund) followed by the algorithm
+ *          (`f` fixed window, `s` sliding window, `t` token bucket), or `k` check failures, `r`
+ *          record a failure, `s` record a success, `w` write back a lockout the fallback started
+ *          during an outage.
+ * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
+ *          ARGV[5] agoMs (how long ago the units were spent), so its time argument is ARGV[6].
  * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs.
- * ARGV[5]  absent: read the Redis server clock (`TIME`), the normal case; else now in ms (tests).
+ * ARGV[5]  (a refund's ARGV[6]) absent: read the Redis server clock (`TIME`), the normal case;
+ *          else now in ms (tests).
  *
  * Clock steps: state stamped in the future (a window start, a bucket's last refill, a failure
  * time, a lockout end beyond now + lockoutMs) is clamped to now, exactly as the core algorithms'
@@ -30,15 +33,19 @@ import { createHash } from 'node:crypto';
  *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
  *
  * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`. A `w`
- * replies the lockout now in force (the longer of Redis' own and the one written back).
+ * replies the lockout now in force (the longer of Redis' own and the one written back). A refund
+ * (`g…`) replies the integer 1 when it gave something back, else 0.
  */
 export const SCRIPT = `
 local key = KEYS[1]
 local code = ARGV[1]
-local clocked = ARGV[5] ~= nil
+local refund = code == 'gf' or code == 'gs' or code == 'gt'
+local at = 5
+if refund then at = 6 end
+local clocked = ARGV[at] ~= nil
 local now
 if clocked then
-  now = tonumber(ARGV[5])
+  now = tonumber(ARGV[at])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -129,6 +136,86 @@ local function save(value, exp)
   -- so it is not gone in real time before its virtual end (the stored expiresAt still rules).
   if clocked and ttl < 60000 then ttl = 60000 end
   redis.call('SET', key, value, 'PX', ttl)
+end
+
+if refund then
+  -- Gives back ARGV[4] units spent ARGV[5] ms ago, to the window they were spent in, exactly as
+  -- MemoryStore.refund does (core's *Refund functions). Only a live value of this algorithm changes:
+  -- an absent or dead value and a value of another kind (a lockout) are left as they are. A count
+  -- never goes below zero. The comparisons keep core's form, so they agree on every input.
+  local w = tonumber(ARGV[3])
+  local cost = tonumber(ARGV[4])
+  local ago = tonumber(ARGV[5])
+  local raw = redis.call('GET', key)
+  if not raw then return 0 end
+  local kind = string.sub(raw, 1, 1)
+  if code == 'gf' then
+    if kind ~= 'F' or #raw ~= 25 then return 0 end
+    local _, exp, start, count = sunpack('>c1ddd', raw)
+    if now >= exp then return 0 end
+    -- A window starting in the future (the clock stepped back) starts now, as a peek clamps it.
+    local clamped = start > now
+    if clamped then start, exp = now, now + w end
+    local given = 0
+    -- Only the window in force, and only when it started at or before the units were spent.
+    if now < start + w and not (now - start < ago) then
+      local left = max(0, count - cost)
+      if left ~= count then count, given = left, 1 end
+    end
+    if clamped then
+      save(spack('>c1ddd', 'F', exp, start, count), exp)
+    elseif given == 1 then
+      -- The window and its expiry stand, only the count (bytes 18–25) changes.
+      redis.call('SETRANGE', key, 17, spack('>d', count))
+    end
+    return given
+  end
+  if code == 'gs' then
+    if kind ~= 'S' or #raw ~= 33 then return 0 end
+    local _, exp, start, prev, curr = sunpack('>c1dddd', raw)
+    if now >= exp then return 0 end
+    local moved = start > now
+    if moved then start = now end
+    -- Rolled to now first, as slidingWindowRoll does (two stale windows re-anchor at now).
+    local steps = floor((now - start) / w)
+    if steps == 1 then
+      prev, curr, start, moved = curr, 0, start + w, true
+    elseif steps >= 2 then
+      prev, curr, start, moved = 0, 0, now, true
+    end
+    local elapsed = now - start
+    local given = 0
+    if elapsed >= ago then
+      local left = max(0, curr - cost)
+      if left ~= curr then curr, given = left, 1 end
+    elseif elapsed + w >= ago then
+      local left = max(0, prev - cost)
+      if left ~= prev then prev, given = left, 1 end
+    end
+    if moved or given == 1 or exp ~= start + 2 * w then
+      save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
+    end
+    return given
+  end
+  if kind ~= 'T' or #raw ~= 25 then return 0 end
+  local limit = tonumber(ARGV[2])
+  local full = limit * w
+  local _, exp, scaled, last = sunpack('>c1ddd', raw)
+  if now >= exp then return 0 end
+  -- Refilled to now first (a future last refill is clamped, a bucket over this rule is capped).
+  if last > now then
+    last = now
+  elseif now > last then
+    scaled = min(full, scaled + (now - last) * limit)
+    last = now
+  end
+  if scaled > full then scaled = full end
+  local before = scaled
+  scaled = min(full, scaled + cost * w)
+  local untilFull = ceil((full - scaled) / limit)
+  save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
+  if scaled > before then return 1 end
+  return 0
 end
 
 if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then

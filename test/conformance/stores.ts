@@ -33,6 +33,10 @@ export class LaggingStore implements Store {
     return this.#later(() => this.#inner.peek(key, rule));
   }
 
+  refund(key: string, rule: WindowRule, cost: number, agoMs: number): Promise<void> {
+    return this.#later(() => this.#inner.refund(key, rule, cost, agoMs));
+  }
+
   checkFailures(key: string, rule: FailureRule): Promise<Decision> {
     return this.#later(() => this.#inner.checkFailures(key, rule));
   }

@@ -230,6 +230,7 @@ function laggingStore(inner: MemoryStore, random: () => number): Store {
   return {
     consume: (k, r, c) => later(() => inner.consume(k, r, c)),
     peek: (k, r) => later(() => inner.peek(k, r)),
+    refund: (k, r, c, a) => later(() => inner.refund(k, r, c, a)),
     checkFailures: (k, r) => later(() => inner.checkFailures(k, r)),
     recordFailure: (k, r) => later(() => inner.recordFailure(k, r)),
     recordSuccess: (k, r) => later(() => inner.recordSuccess(k, r)),

@@ -38,6 +38,18 @@ export interface Store {
   consume(key: string, rule: WindowRule, cost: number): MaybePromise<Decision>;
   /** What `consume(key, rule, 1)` would answer, without changing anything. */
   peek(key: string, rule: WindowRule): MaybePromise<Decision>;
+  /**
+   * Gives back `cost` units of `key` that a `consume` under `rule` spent `agoMs` ago, atomically,
+   * and only to the window they were spent in: a fixed window only when the window in force
+   * started at or before then (`now - start >= agoMs`); a sliding window to its current window
+   * when that started at or before then, else to its previous one when that did (`now - start +
+   * windowMs >= agoMs`), else nothing (the units weigh nothing any more); a token bucket gets
+   * `cost` tokens back, never above a full bucket. A count never goes below zero. An absent or
+   * expired key, a key of another algorithm and failure state (a lockout) are left alone. Backs
+   * `skipSuccessfulRequests` / `skipFailedRequests`. A shared store reports its own failure to
+   * refund (its error policy, its logger) and resolves: a refund never fails a request.
+   */
+  refund(key: string, rule: WindowRule, cost: number, agoMs: number): MaybePromise<void>;
   /** The failure state of `key` (locked or not); counts nothing. */
   checkFailures(key: string, rule: FailureRule): MaybePromise<Decision>;
   /** Counts one failure for `key`; starts the lockout when it reaches `maxAttempts`. */

@@ -17,11 +17,6 @@ import {
 } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
 
-/** A store that can give units back (every Portcullis store can). */
-interface RefundingStore {
-  refund(key: string, rule: WindowRule, cost: number, agoMs: number): MaybePromise<void>;
-}
-
 /** Options of {@link createWindowLimiter}. */
 export interface WindowLimiterOptions {
   /** Units per window (bucket capacity for `token-bucket`). @default 60 */
@@ -59,7 +54,9 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
   reset(key: string): MaybePromise<void>;
   /**
    * Gives back `cost` units of `key` spent `agoMs` ago, to the window they were spent in (never
-   * below zero). Backs `skipSuccessfulRequests` / `skipFailedRequests`.
+   * below zero). Backs `skipSuccessfulRequests` / `skipFailedRequests`. An `agoMs` that is not a
+   * positive number counts as 0 (just spent).
+   * @throws {RangeError} `ERR_PORTCULLIS_COST` for a cost that is not a positive integer, as `consume`
    */
   refund(key: string, cost: number, agoMs: number): MaybePromise<void>;
   /** Keys held by the store. */
@@ -87,7 +84,7 @@ const windowLimiterSpec = {
   limit: integer(1),
   windowMs: duration(1),
   algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
-  store: withMethods<Store>('consume', 'peek', 'delete'),
+  store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
   maxEntries: integer(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
@@ -189,13 +186,11 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       return isPromise(d) ? d.then(report) : report(d);
     },
     reset: (key: string) => store.delete(namespace + keyOf(key)),
-    refund: (key: string, cost: number, agoMs: number) =>
-      (store as Store & Partial<Pick<RefundingStore, 'refund'>>).refund?.(
-        namespace + keyOf(key),
-        rule,
-        cost,
-        Math.max(0, agoMs),
-      ),
+    refund(key: string, cost: number, agoMs: number): MaybePromise<void> {
+      // A cost that is no count (undefined from plain JS) would make the count NaN: never sent.
+      if (cost !== 1) checkCost(cost);
+      return store.refund(namespace + keyOf(key), rule, cost, Math.max(0, agoMs) || 0);
+    },
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),
     reconfigure(partial: WindowLimiterReconfig): void {

@@ -16,6 +16,8 @@ function laggingStore(): Store {
     consume: (key: string, rule: WindowRule, cost: number) =>
       later(() => inner.consume(key, rule, cost)),
     peek: (key: string, rule: WindowRule) => later(() => inner.peek(key, rule)),
+    refund: (key: string, rule: WindowRule, cost: number, agoMs: number) =>
+      later(() => inner.refund(key, rule, cost, agoMs)),
     checkFailures: (key: string, rule: FailureRule) => later(() => inner.checkFailures(key, rule)),
     recordFailure: (key: string, rule: FailureRule): Promise<FailureDecision> =>
       later(() => inner.recordFailure(key, rule)),

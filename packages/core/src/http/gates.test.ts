@@ -106,6 +106,7 @@ describe('createAuthGate', () => {
     const store = {
       consume: () => broken,
       peek: () => broken,
+      refund: () => undefined,
       checkFailures: () => Promise.resolve(broken),
       recordFailure: () => Promise.resolve(broken),
       recordSuccess: () => Promise.resolve(broken),

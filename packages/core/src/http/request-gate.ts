@@ -165,7 +165,7 @@ export function createRequestGate<Req, Res = unknown>(
       cost: either(integer(1), func, 'a positive integer or a function'),
       headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
       limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset'),
-      store: withMethods<Store>('consume', 'peek', 'delete'),
+      store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
       maxEntries: integer(1),
       clock: withMethods<Clock>('now'),
       timers: withMethods<Timers>('setTimeout', 'clearTimeout'),

@@ -1,9 +1,9 @@
 /*
  * Property tests: random operation sequences and random clock steps drive each algorithm through a
  * limiter and the memory store, and the decisions are checked against small reference models kept
- * as plain logs of what happened (a different representation from the stores' counters), and
- * against the promises a decision makes (retry after `retryAfterMs` and you pass; `remaining` more
- * unit calls pass right now).
+ * as plain logs of what happened (a different representation from the stores' counters; a refund
+ * is a negative entry in the window it gives back to), and against the promises a decision makes
+ * (retry after `retryAfterMs` and you pass; `remaining` more unit calls pass right now).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,14 @@ import { createWindowLimiter } from './window-limiter.js';
 type Op =
   | { t: 'consume'; key: string; cost: number }
   | { t: 'peek'; key: string }
+  | {
+      t: 'refund';
+      key: string;
+      cost: number;
+      ago: number;
+      /** Measure `ago` from the n-th latest call of the key (± 1 ms): a window's edge. */
+      aim: { n: number; delta: number } | null;
+    }
   | { t: 'advance'; ms: number }
   | { t: 'reset'; key: string };
 
@@ -41,6 +49,16 @@ const opArb = (maxCost: number, maxStep: number) =>
       weight: 1,
       arbitrary: fc.record({ t: fc.constant('peek' as const), key: fc.constantFrom('a', 'b') }),
     },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('refund' as const),
+        key: fc.constantFrom('a', 'b'),
+        cost: fc.integer({ min: 1, max: maxCost }),
+        ago: step(2 * maxStep),
+        aim: fc.option(fc.record({ n: fc.nat(3), delta: fc.integer({ min: -1, max: 1 }) })),
+      }),
+    },
     { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(maxStep) }) },
     {
       weight: 1,
@@ -48,7 +66,7 @@ const opArb = (maxCost: number, maxStep: number) =>
     },
   );
 
-/** Reference models over a log of accepted calls: [time, cost][]. */
+/** Reference models over a log of accepted calls and refunds: [time, cost][]. */
 interface Model {
   decide(
     log: [number, number][],
@@ -56,9 +74,26 @@ interface Model {
     cost: number,
     anchor: { start?: number },
   ): { allowed: boolean; remaining: number };
+  /** Gives back `cost` units spent `ago` ms ago: a negative entry in the window they count in. */
+  refund(
+    log: [number, number][],
+    now: number,
+    cost: number,
+    ago: number,
+    anchor: { start?: number },
+  ): void;
 }
 
+const sum = (log: [number, number][], from: number, to = Number.POSITIVE_INFINITY) =>
+  log.filter(([t]) => t >= from && t < to).reduce((s, [, c]) => s + c, 0);
+
 const fixedModel = (limit: number, w: number): Model => ({
+  refund(log, now, cost, ago, anchor) {
+    // Only the window in force, and only when it had started when the units were spent.
+    if (anchor.start === undefined || now >= anchor.start + w || now - anchor.start < ago) return;
+    const back = Math.min(cost, sum(log, anchor.start));
+    if (back > 0) log.push([now, -back]);
+  },
   decide(log, now, cost, anchor) {
     if (anchor.start === undefined || now >= anchor.start + w) anchor.start = now;
     const start = anchor.start;
@@ -71,6 +106,19 @@ const fixedModel = (limit: number, w: number): Model => ({
 });
 
 const slidingModel = (limit: number, w: number): Model => ({
+  refund(log, now, cost, ago, anchor) {
+    // Nothing left to give back to once both windows have passed.
+    if (anchor.start === undefined || now >= anchor.start + 2 * w) return;
+    if (now >= anchor.start + w) anchor.start += w;
+    const start = anchor.start;
+    if (now - start >= ago) {
+      const back = Math.min(cost, sum(log, start));
+      if (back > 0) log.push([now, -back]);
+    } else if (now - start + w >= ago) {
+      const back = Math.min(cost, sum(log, start - w, start));
+      if (back > 0) log.push([start - w, -back]);
+    }
+  },
   decide(log, now, cost, anchor) {
     if (anchor.start === undefined || now >= anchor.start + 2 * w) anchor.start = now;
     if (now >= anchor.start + w) anchor.start += w;
@@ -95,6 +143,8 @@ function runWindow(
   const limiter = createWindowLimiter({ algorithm, limit, windowMs: w, clock, timers: clock });
   const logs: Record<string, [number, number][]> = { a: [], b: [] };
   const anchors: Record<string, { start?: number }> = { a: {}, b: {} };
+  /** When each key's accepted calls were made, latest first. */
+  const calls: Record<string, number[]> = { a: [], b: [] };
   for (const op of ops) {
     if (op.t === 'advance') {
       clock.advance(op.ms);
@@ -104,6 +154,7 @@ function runWindow(
       limiter.reset(op.key);
       logs[op.key] = [];
       anchors[op.key] = {};
+      calls[op.key] = [];
       continue;
     }
     const now = clock.now();
@@ -112,8 +163,31 @@ function runWindow(
       expect(limiter.peek(op.key)).toEqual(before);
       continue;
     }
+    if (op.t === 'refund') {
+      const before = limiter.peek(op.key) as Decision;
+      const at = op.aim ? calls[op.key]?.[op.aim.n] : undefined;
+      const ago = op.aim && at !== undefined ? Math.max(0, now - at + op.aim.delta) : op.ago;
+      limiter.refund(op.key, op.cost, ago);
+      const after = limiter.peek(op.key) as Decision;
+      // A refund only ever gives back, and never beyond the limit.
+      expect(after.remaining).toBeGreaterThanOrEqual(before.remaining);
+      expect(after.remaining).toBeLessThanOrEqual(limit);
+      if (algorithm === 'token-bucket') {
+        // Whenever the tokens were spent, they come back, up to a full bucket.
+        expect(after.remaining).toBe(Math.min(limit, before.remaining + op.cost));
+      }
+      if (model) {
+        const anchor = anchors[op.key] as { start?: number };
+        const log = logs[op.key] as [number, number][];
+        model.refund(log, now, op.cost, ago, anchor);
+        // What a unit call would find now (decided on a copy: a peek anchors nothing).
+        expect(after.remaining).toBe(model.decide(log, now, 0, { ...anchor }).remaining);
+      }
+      continue;
+    }
     const d = limiter.consume(op.key, op.cost) as Decision;
     expect(d.limit).toBe(limit);
+    if (d.allowed) calls[op.key]?.unshift(now);
     expect(d.remaining).toBeGreaterThanOrEqual(0);
     expect(d.retryAfterMs).toBe(d.allowed ? 0 : d.retryAfterMs);
     if (!d.allowed) expect(d.retryAfterMs).toBeGreaterThan(0);
@@ -156,6 +230,21 @@ describe('algorithms against reference models', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('a refund of no count is refused as consume refuses it; a bad agoMs counts as just spent', () => {
+    const clock = manualClock(0);
+    const limiter = createWindowLimiter({ limit: 2, clock, timers: clock });
+    limiter.consume('k', 2);
+    for (const cost of [undefined, 0, -1, 1.5, Number.NaN, '1']) {
+      expect(() => limiter.refund('k', cost as number, 0)).toThrow(
+        expect.objectContaining({ code: 'ERR_PORTCULLIS_COST' }),
+      );
+    }
+    expect((limiter.peek('k') as Decision).remaining).toBe(0);
+    limiter.refund('k', 1, Number.NaN);
+    limiter.refund('k', 1, -5);
+    expect((limiter.peek('k') as Decision).remaining).toBe(2);
   });
 
   it('token bucket keeps its invariants', () => {
@@ -338,6 +427,7 @@ describe('a clock that steps back (state stamped in the future is clamped to now
   type StepOp =
     | { t: 'consume'; cost: number; wait: boolean }
     | { t: 'peek'; wait: boolean }
+    | { t: 'refund'; cost: number; ago: number }
     | { t: 'advance'; ms: number }
     | { t: 'rewind'; ms: number };
   const stepOp: fc.Arbitrary<StepOp> = fc.oneof(
@@ -350,6 +440,14 @@ describe('a clock that steps back (state stamped in the future is clamped to now
       }),
     },
     { weight: 2, arbitrary: fc.record({ t: fc.constant('peek' as const), wait: fc.boolean() }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('refund' as const),
+        cost: fc.integer({ min: 1, max: 4 }),
+        ago: step(3000),
+      }),
+    },
     { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(1500) }) },
     {
       weight: 2,
@@ -386,7 +484,11 @@ describe('a clock that steps back (state stamped in the future is clamped to now
             for (const op of ops) {
               if (op.t === 'advance') clock.advance(op.ms);
               else if (op.t === 'rewind') clock.set(clock.now() - op.ms);
-              else {
+              else if (op.t === 'refund') {
+                // A refund after a step back clamps like any access: the bounds still hold.
+                store.refund('k', rule, op.cost, op.ago);
+                bounded(store.peek('k', rule));
+              } else {
                 const cost = op.t === 'consume' ? op.cost : 1;
                 const d =
                   op.t === 'consume' ? store.consume('k', rule, cost) : store.peek('k', rule);

@@ -2,9 +2,11 @@
  * Property test: random sequences of every operation, over random rules and random clock steps
  * (biased to window and lockout boundaries, and stepping back too, as wall clocks do), give
  * identical decisions from the Lua script in a real Redis and from core's MemoryStore. Keys are
- * shared between algorithms on purpose, so a key that changes kind is covered too. Every decision
- * also keeps the bounds a clock step must not break (no wait beyond lockoutMs or the window's
- * span), and waiting the advertised retryAfterMs is enough, on both stores.
+ * shared between algorithms on purpose, so a key that changes kind is covered too. Refunds are
+ * mostly aimed at the instants of earlier consumes (± 1 ms: the windows' edges), else at random
+ * ages, and a peek after one may compare the state they left. Every decision also keeps the bounds
+ * a clock step must not break (no wait beyond lockoutMs or the window's span), and waiting the
+ * advertised retryAfterMs is enough, on both stores.
  */
 import { type Decision, type FailureRule, MemoryStore, type WindowRule } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
@@ -21,6 +23,16 @@ import { RedisStore } from './index.js';
 type Op =
   | { t: 'consume'; key: string; rule: number; cost: number; wait: boolean }
   | { t: 'peek'; key: string; rule: number; wait: boolean }
+  | {
+      t: 'refund';
+      key: string;
+      rule: number;
+      cost: number;
+      ago: number;
+      /** Measure `ago` from the n-th latest consume of the key (± 1 ms), not from now. */
+      since: { n: number; delta: number } | null;
+      check: boolean;
+    }
   | { t: 'check'; key: string; frule: number; wait: boolean }
   | { t: 'record'; key: string; frule: number }
   | { t: 'success'; key: string; frule: number }
@@ -65,6 +77,21 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       key,
       rule: fc.nat(5),
       wait: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('refund' as const),
+      key,
+      rule: fc.nat(5),
+      cost: fc.integer({ min: 1, max: 14 }),
+      ago: fc.oneof(
+        fc.integer({ min: 0, max: 6000 }),
+        fc.constantFrom(0, 1, 999, 1000, 1001, 2000, 60_000),
+      ),
+      since: fc.option(fc.record({ n: fc.nat(3), delta: fc.integer({ min: -1, max: 1 }) })),
+      check: fc.boolean(),
     }),
   },
   {
@@ -152,6 +179,8 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     });
     const windowRuleOf = (i: number) => rules[i % rules.length] as WindowRule;
     const failureRuleOf = (i: number) => frules[i % frules.length] as FailureRule;
+    // When each key's calls were made, latest first: refunds are aimed at them and their edges.
+    const consumed = new Map<string, number[]>();
     try {
       for (const o of ops) {
         switch (o.t) {
@@ -166,6 +195,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             const d = memory.consume(o.key, rule, o.cost);
             expect(await redis.consume(o.key, rule, o.cost)).toEqual(d);
             windowBounded(d, rule);
+            consumed.set(o.key, [clock.now(), ...(consumed.get(o.key) ?? [])]);
             if (!d.allowed && o.wait && o.cost <= rule.limit) {
               clock.advance(d.retryAfterMs);
               const after = memory.consume(o.key, rule, o.cost);
@@ -184,6 +214,21 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
               const after = memory.consume(o.key, rule, 1);
               expect(await redis.consume(o.key, rule, 1)).toEqual(after);
               expect(after.allowed).toBe(true);
+            }
+            break;
+          }
+          case 'refund': {
+            const rule = windowRuleOf(o.rule);
+            const at = o.since ? consumed.get(o.key)?.[o.since.n] : undefined;
+            const ago =
+              o.since && at !== undefined ? Math.max(0, clock.now() - at + o.since.delta) : o.ago;
+            memory.refund(o.key, rule, o.cost, ago);
+            await redis.refund(o.key, rule, o.cost, ago);
+            expect(redis.degraded).toBe(false);
+            if (o.check) {
+              const d = memory.peek(o.key, rule);
+              expect(await redis.peek(o.key, rule)).toEqual(d);
+              windowBounded(d, rule);
             }
             break;
           }
@@ -217,6 +262,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
           case 'delete':
             await redis.delete(o.key);
             memory.delete(o.key);
+            consumed.delete(o.key);
             break;
         }
       }

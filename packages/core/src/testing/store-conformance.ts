@@ -412,6 +412,202 @@ export function describeStoreConformance(
         expect(await s.consume('c', bucket, 1)).toEqual(d('c', 5, true, 'allowed', 4, 0, 200));
       }));
 
+    it('refund, fixed window: back into the window in force only, never below zero', () =>
+      withStore(async (s, advance) => {
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, true, 'allowed', 2, 0, 1000));
+        expect(await s.consume('r', fixed, 2)).toEqual(d('r', 3, true, 'allowed', 0, 0, 1000));
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, false, 'limited', 0, 1000, 1000));
+        await advance(300);
+        // Spent exactly when the window started: still this window's.
+        await s.refund('r', fixed, 2, 300);
+        expect(await s.peek('r', fixed)).toEqual(d('r', 3, true, 'allowed', 2, 0, 700));
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, true, 'allowed', 1, 0, 700));
+        // Spent before this window started: nothing to give back here.
+        await s.refund('r', fixed, 1, 301);
+        expect(await s.peek('r', fixed)).toEqual(d('r', 3, true, 'allowed', 1, 0, 700));
+        // More than was spent: the count stops at zero, the window gives no more than its limit.
+        await s.refund('r', fixed, 5, 0);
+        expect(await s.peek('r', fixed)).toEqual(d('r', 3, true, 'allowed', 3, 0, 700));
+        expect(await s.consume('r', fixed, 3)).toEqual(d('r', 3, true, 'allowed', 0, 0, 700));
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, false, 'limited', 0, 700, 700));
+        // A refund lifts a blocked window by exactly what it gives back.
+        await s.refund('r', fixed, 1, 100);
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, true, 'allowed', 0, 0, 700));
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, false, 'limited', 0, 700, 700));
+        // The window rolled: units of the old one are not given to the new one.
+        await advance(700);
+        await s.refund('r', fixed, 3, 700);
+        expect(await s.consume('r', fixed, 1)).toEqual(d('r', 3, true, 'allowed', 2, 0, 1000));
+        await advance(100);
+        await s.refund('r', fixed, 1, 800);
+        expect(await s.peek('r', fixed)).toEqual(d('r', 3, true, 'allowed', 2, 0, 900));
+        await s.refund('r', fixed, 1, 100);
+        expect(await s.peek('r', fixed)).toEqual(d('r', 3, true, 'allowed', 3, 0, 900));
+      }));
+
+    it('refund, sliding window: into the current window, else the previous one, else nowhere', () =>
+      withStore(async (s, advance) => {
+        expect(await s.consume('r', sliding, 3)).toEqual(d('r', 4, true, 'allowed', 1, 0, 2000));
+        await advance(1200);
+        // prev 3 × 800 + curr 1 × 1000 = 3400 of 4000.
+        expect(await s.consume('r', sliding, 1)).toEqual(d('r', 4, true, 'allowed', 0, 0, 1800));
+        expect(await s.consume('r', sliding, 1)).toEqual(d('r', 4, false, 'limited', 0, 134, 1800));
+        await advance(50);
+        // The current window started 250 ms ago: a spend 250 ms ago is its own.
+        await s.refund('r', sliding, 1, 250);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 1, 0, 750));
+        // 251 ms ago is the previous window's, whose weight still counts.
+        await s.refund('r', sliding, 1, 251);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 2, 0, 750));
+        // Before the previous window started: it weighs nothing, nothing is given back.
+        await s.refund('r', sliding, 1, 1251);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 2, 0, 750));
+        await s.refund('r', sliding, 1, 1250);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 3, 0, 750));
+        // Never below zero, in either window.
+        await s.refund('r', sliding, 9, 1000);
+        await s.refund('r', sliding, 9, 0);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 4, 0, 0));
+        expect(await s.consume('r', sliding, 4)).toEqual(d('r', 4, true, 'allowed', 0, 0, 1750));
+        expect(await s.consume('r', sliding, 1)).toEqual(
+          d('r', 4, false, 'limited', 0, 1000, 1750),
+        );
+        // Rolled into a new window first: what was the current window is now the previous one.
+        await advance(1000);
+        await s.refund('r', sliding, 2, 1001);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 2, 0, 750));
+        // Expired: the key is absent, and a refund leaves it so.
+        await advance(2000);
+        await s.refund('r', sliding, 1, 0);
+        expect(await s.peek('r', sliding)).toEqual(d('r', 4, true, 'allowed', 4, 0, 0));
+        expect(await s.consume('r', sliding, 1)).toEqual(d('r', 4, true, 'allowed', 3, 0, 2000));
+      }));
+
+    it('refund, token bucket: tokens back whenever spent, never above a full bucket', () =>
+      withStore(async (s, advance) => {
+        expect(await s.consume('r', bucket, 4)).toEqual(d('r', 5, true, 'allowed', 1, 0, 800));
+        await advance(100);
+        // 1.5 tokens after the refill, 3.5 after the refund.
+        await s.refund('r', bucket, 2, 100);
+        expect(await s.peek('r', bucket)).toEqual(d('r', 5, true, 'allowed', 3, 0, 300));
+        await s.refund('r', bucket, 9, 0);
+        expect(await s.peek('r', bucket)).toEqual(d('r', 5, true, 'allowed', 5, 0, 0));
+        expect(await s.consume('r', bucket, 5)).toEqual(d('r', 5, true, 'allowed', 0, 0, 1000));
+        expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, false, 'limited', 0, 200, 1000));
+        await s.refund('r', bucket, 1, 60_000);
+        expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, true, 'allowed', 0, 0, 1000));
+        expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, false, 'limited', 0, 200, 1000));
+      }));
+
+    it('refund leaves absent keys, other algorithms and failure state alone', () =>
+      withStore(async (s) => {
+        for (const rule of [fixed, sliding, bucket]) await s.refund('none', rule, 1, 0);
+        expect(await s.size()).toBe(0);
+        expect(await s.consume('none', fixed, 1)).toEqual(
+          d('none', 3, true, 'allowed', 2, 0, 1000),
+        );
+
+        expect(await s.consume('x', fixed, 3)).toEqual(d('x', 3, true, 'allowed', 0, 0, 1000));
+        await s.refund('x', sliding, 3, 0);
+        await s.refund('x', bucket, 3, 0);
+        expect(await s.peek('x', fixed)).toEqual(d('x', 3, false, 'limited', 0, 1000, 1000));
+
+        for (let i = 0; i < 3; i++) await s.recordFailure('L', failures);
+        await s.recordFailure('G', failures);
+        for (const rule of [fixed, sliding, bucket]) {
+          await s.refund('L', rule, 3, 0);
+          await s.refund('G', rule, 3, 0);
+        }
+        expect(await s.checkFailures('L', failures)).toEqual(
+          d('L', 3, false, 'locked', 0, 5000, 5000),
+        );
+        expect(await s.checkFailures('G', failures)).toEqual(
+          d('G', 3, true, 'allowed', 2, 0, 1000),
+        );
+      }));
+
+    it('refund after the clock stepped back: it clamps (and keeps the clamp) like a peek', () =>
+      withStore(async (s, advance, rewind) => {
+        for (let i = 0; i < 3; i++) await s.consume('W', fixed, 1);
+        await rewind(3_600_000);
+        // The window now starts now: a spend before now is not its own, but the clamp stays.
+        await s.refund('W', fixed, 1, 10);
+        await advance(500);
+        expect(await s.peek('W', fixed)).toEqual(d('W', 3, false, 'limited', 0, 500, 500));
+        await s.refund('W', fixed, 1, 501);
+        expect(await s.peek('W', fixed)).toEqual(d('W', 3, false, 'limited', 0, 500, 500));
+        await s.refund('W', fixed, 1, 500);
+        expect(await s.peek('W', fixed)).toEqual(d('W', 3, true, 'allowed', 1, 0, 500));
+        for (let i = 0; i < 3; i++) await s.consume('V', fixed, 1);
+        await rewind(3_600_000);
+        await s.refund('V', fixed, 1, 0);
+        expect(await s.peek('V', fixed)).toEqual(d('V', 3, true, 'allowed', 1, 0, 1000));
+
+        for (let i = 0; i < 4; i++) await s.consume('S', sliding, 1);
+        await rewind(3_600_000);
+        await s.refund('S', sliding, 1, 5000);
+        await advance(500);
+        expect(await s.peek('S', sliding)).toEqual(d('S', 4, false, 'limited', 0, 750, 1500));
+        await s.refund('S', sliding, 1, 500);
+        expect(await s.peek('S', sliding)).toEqual(d('S', 4, true, 'allowed', 1, 0, 1500));
+
+        for (let i = 0; i < 5; i++) await s.consume('B', bucket, 1);
+        await advance(100);
+        await rewind(3_600_000);
+        // No refill from a future last refill; the refund alone comes back, and it refills from now.
+        await s.refund('B', bucket, 1, 0);
+        await advance(100);
+        expect(await s.peek('B', bucket)).toEqual(d('B', 5, true, 'allowed', 1, 0, 700));
+      }));
+
+    it('refund of a window met under another windowMs: it runs to the end the new rule gives it', () =>
+      withStore(async (s, advance) => {
+        const short: WindowRule = { ...sliding, windowMs: 100 };
+        expect(await s.consume('w', short, 1)).toEqual(d('w', 4, true, 'allowed', 3, 0, 200));
+        // Spent before either window of the longer rule: nothing given back, but the state now
+        // lasts two of its windows, as a consume under it would make it.
+        await s.refund('w', sliding, 1, 5000);
+        await advance(500);
+        expect(await s.peek('w', sliding)).toEqual(d('w', 4, true, 'allowed', 3, 0, 1500));
+        // A fixed window keeps its end: a refund only counts.
+        const long: WindowRule = { ...fixed, windowMs: 3000 };
+        expect(await s.consume('f', long, 2)).toEqual(d('f', 3, true, 'allowed', 1, 0, 3000));
+        await s.refund('f', fixed, 1, 0);
+        expect(await s.peek('f', fixed)).toEqual(d('f', 3, true, 'allowed', 2, 0, 1000));
+        // Past the end the shorter rule gives the window: nothing is given back under it.
+        await advance(1000);
+        await s.refund('f', fixed, 1, 0);
+        expect(await s.peek('f', long)).toEqual(d('f', 3, true, 'allowed', 2, 0, 2000));
+      }));
+
+    it('concurrent refunds and consumes lose no update', () =>
+      withStore(async (s) => {
+        const rule: WindowRule = { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 };
+        await s.consume('burst', rule, 10);
+        await Promise.all(Array.from({ length: 5 }, () => s.refund('burst', rule, 1, 0)));
+        expect(await s.peek('burst', rule)).toEqual(d('burst', 10, true, 'allowed', 5, 0, 60_000));
+        const calls: Promise<unknown>[] = [];
+        const consumes: Promise<Decision>[] = [];
+        for (let i = 0; i < 5; i++) {
+          calls.push(Promise.resolve(s.refund('burst', rule, 1, 0)));
+          const c = Promise.resolve(s.consume('burst', rule, 2));
+          consumes.push(c);
+          calls.push(c);
+        }
+        await Promise.all(calls);
+        // In call order: each refund frees one, each consume takes two while they last.
+        expect((await Promise.all(consumes)).map((x) => x.allowed)).toEqual([
+          true,
+          true,
+          true,
+          true,
+          true,
+        ]);
+        expect(await s.peek('burst', rule)).toEqual(
+          d('burst', 10, false, 'limited', 0, 60_000, 60_000),
+        );
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

@@ -164,7 +164,7 @@ const quotaSpec = {
   identity: func<(ctx: unknown) => MaybePromise<MethodIdentity | undefined>>(),
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   maxPatternMethods: integer(1),
-  store: withMethods<Store>('consume', 'peek', 'delete'),
+  store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
   maxEntries: integer(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),

@@ -35,7 +35,7 @@ describe('bad options fail at construction with stable codes', () => {
     ['store without methods', { store: {} }, 'ERR_PORTCULLIS_STORE'],
     [
       'store with maxEntries',
-      { store: { consume() {}, peek() {}, delete() {} }, maxEntries: 5 },
+      { store: { consume() {}, peek() {}, refund() {}, delete() {} }, maxEntries: 5 },
       'ERR_PORTCULLIS_MAX_ENTRIES',
     ],
     ['maxEntries 0', { maxEntries: 0 }, 'ERR_PORTCULLIS_MAX_ENTRIES'],

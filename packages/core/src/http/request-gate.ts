@@ -164,7 +164,7 @@ export function createRequestGate<Req, Res = unknown>(
       skip: fn,
       cost: either(integer(1), func, 'a positive integer or a function'),
       headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
-      limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset'),
+      limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset', 'refund', 'reconfigure'),
       store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
       maxEntries: integer(1),
       clock: withMethods<Clock>('now'),

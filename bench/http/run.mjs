@@ -9,7 +9,8 @@
 //
 // Environment: BENCH_HTTP_SECONDS (2) per run, BENCH_HTTP_SLICES (5 cycles per round),
 // BENCH_HTTP_ROUNDS (3: fresh server processes each), BENCH_HTTP_WARMUP (1 s per server process), BENCH_HTTP_CONNECTIONS (50), BENCH_HTTP_FRAMEWORKS (express,koa,fastify),
-// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop,fields; also map-ietf), BENCH_HTTP_PIN (0 = no taskset
+// BENCH_HTTP_VARIANTS (bare,portcullis,peer,map,quiet,noop,fields; also map-ietf and, Express only,
+// map-ietf-prop), BENCH_HTTP_PIN (0 = no taskset
 // pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
 // with --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
@@ -73,6 +74,17 @@ function mapCheckIetf() {
 
 const mapChecks = { map: mapCheck, 'map-ietf': mapCheckIetf };
 
+/** A decision-shaped object for variants that expose one on the request. */
+const DECISION = Object.freeze({
+  allowed: true,
+  reason: 'allowed',
+  limit: LIMIT,
+  remaining: LIMIT - 1,
+  retryAfterMs: 0,
+  resetMs: WINDOW_MS,
+  key: '127.0.0.1',
+});
+
 /**
  * Variant `fields`: no limiter at all, only Portcullis's two IETF fields with constant values of
  * the same length. What Node and the framework charge for advertising two fields is the floor
@@ -106,6 +118,16 @@ async function expressApp(variant) {
     const check = mapChecks[variant]();
     app.use(function mapLimit(req, res, next) {
       if (check(req.socket.remoteAddress, (n, v) => res.setHeader(n, v))) next();
+      else res.status(429).end();
+    });
+  } else if (variant === 'map-ietf-prop') {
+    // map-ietf plus one property added to every `req` after construction, as an adapter that
+    // exposes its decision as `req.rateLimit` does: isolates what that shape change costs Express.
+    const check = mapCheckIetf();
+    app.use(function mapLimitProp(req, res, next) {
+      const ok = check(req.socket.remoteAddress, (n, v) => res.setHeader(n, v));
+      req.rateLimit = DECISION;
+      if (ok) next();
       else res.status(429).end();
     });
   }
@@ -239,6 +261,7 @@ const label = (framework, variant) =>
     peer: PEERS[framework],
     map: 'hand-written Map + 3 headers',
     'map-ietf': 'hand-written Map + 2 IETF headers',
+    'map-ietf-prop': 'the same + req.rateLimit assigned',
     noop: 'empty middleware',
     quiet: 'Portcullis, headers: false',
     fields: 'empty middleware + 2 constant fields',

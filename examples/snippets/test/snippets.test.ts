@@ -42,7 +42,7 @@ const OUTPUT: Record<string, string[]> = {
   ],
   'express-config-errors.mjs': [
     'PortcullisConfigError ERR_PORTCULLIS_UNKNOWN_OPTION: rateLimit: unknown option "windowMS" (did you mean "windowMs"?)',
-    'PortcullisConfigError ERR_PORTCULLIS_OPTIONS: authGuard: option "options" must be flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options", got a object',
+    'PortcullisConfigError ERR_PORTCULLIS_OPTIONS: authGuard: option "options" must be flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options", got an object',
     'PortcullisConfigError ERR_PORTCULLIS_LIMITER: authGuard: pass either "limiter" or limiter options such as "maxAttempts", not both ("maxAttempts" belongs to the limiter you pass; set it there)',
     'ERR_PORTCULLIS_FACTORY_NOT_CALLED: rateLimit: received a request instead of options. rateLimit is a factory: mount its result, rateLimit(options), not rateLimit itself (app.use(rateLimit({ … })), onRequest: rateLimit({ … }))',
   ],

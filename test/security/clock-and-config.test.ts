@@ -152,3 +152,33 @@ describe('values timers and doubles cannot hold are refused', () => {
     expect(allowed).toEqual([true, true, true, false]);
   });
 });
+
+describe('limiters and a clock that steps back an hour', () => {
+  it('a lockout never waits longer than lockoutMs, and waiting retryAfterMs is enough', () => {
+    const clock = manualClock(10 * HOUR);
+    const limiter = createFailureLimiter({ maxAttempts: 2, clock, timers: clock });
+    limiter.recordFailure('203.0.113.1');
+    limiter.recordFailure('203.0.113.1');
+    clock.set(9 * HOUR);
+    const locked = limiter.check('203.0.113.1');
+    expect(locked).toMatchObject({ reason: 'locked', retryAfterMs: 300_000 });
+    clock.advance(300_000);
+    expect(limiter.check('203.0.113.1').allowed).toBe(true);
+  });
+
+  it('an exhausted window and the session limit wait at most windowMs', () => {
+    const clock = manualClock(10 * HOUR);
+    const window = createWindowLimiter({ limit: 1, windowMs: 60_000, clock, timers: clock });
+    window.consume('k');
+    const sessions = createSessionCreationLimiter({ limit: 1, windowMs: 10_000, clock });
+    sessions.consume('session/new');
+    clock.set(9 * HOUR);
+    expect(window.consume('k')).toMatchObject({ allowed: false, retryAfterMs: 60_000 });
+    expect(() => sessions.consume('session/new')).toThrow(
+      'ACP session creation rate limit exceeded for session/new; retry after 10s.',
+    );
+    clock.advance(60_000);
+    expect(window.consume('k').allowed).toBe(true);
+    sessions.consume('session/new');
+  });
+});

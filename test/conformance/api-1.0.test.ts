@@ -4,7 +4,7 @@
  * requestWasSuccessful, aborted requests) and stacked limiters.
  */
 import http from 'node:http';
-import { PortcullisConfigError } from '@portcullis/core';
+import { createWindowLimiter, PortcullisConfigError } from '@portcullis/core';
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type App, type AppSpec, frameworks, json, type Reply } from './harness.js';
@@ -167,3 +167,38 @@ function abortWhilePending(port: number): Promise<void> {
     }, 100);
   });
 }
+
+describe.each(frameworks)('1.0 configuration on $name', (fw) => {
+  it('a factory mounted uncalled answers with a config error saying to call it', async () => {
+    const app = await fw.build({ mountUncalled: true });
+    try {
+      const reply = await app.send({ path: '/uncalled' });
+      expect(reply.status).toBe(500);
+      expect(json(reply)).toMatchObject({
+        code: 'ERR_PORTCULLIS_FACTORY_NOT_CALLED',
+        message: expect.stringContaining(
+          'rateLimit is a factory: mount its result, rateLimit(options)',
+        ),
+      });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a shared limiter reconfigured live: new numbers from the next request, counts kept', async () => {
+    const clock = manualClock(T0);
+    const limiter = createWindowLimiter({ limit: 1, clock, timers: clock });
+    const app = await fw.build({ rateLimit: { limiter } });
+    try {
+      expect((await app.send({ path: '/limited' })).status).toBe(200);
+      expect((await app.send({ path: '/limited' })).status).toBe(429);
+      limiter.reconfigure({ limit: 3 });
+      const after = await app.send({ path: '/limited' });
+      expect(after.status).toBe(200);
+      expect(after.headers['ratelimit-policy']).toBe('"default";q=3;w=60');
+      expect(after.headers.ratelimit).toBe('"default";r=1;t=60');
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -30,6 +30,8 @@ export interface AnyRequest {
 /** Which guards the app mounts, with which options. */
 export interface AppSpec {
   readonly rateLimit?: RequestGateOptions<AnyRequest>;
+  /** Mount the `rateLimit` factory itself on /uncalled (the classic mistake), not its result. */
+  readonly mountUncalled?: boolean;
   /** More `rateLimit` middlewares on /limited, run before `rateLimit` (stacked limits). */
   readonly stacked?: readonly RequestGateOptions<AnyRequest>[];
   readonly auth?: Omit<AuthGateOptions<AnyRequest>, 'verify'> & {
@@ -123,6 +125,14 @@ function expressFramework(name: string, express: typeof express5): Framework {
           res.status(statusOf(req)).json({ decision: req.rateLimit ?? null });
         });
       }
+      if (spec.mountUncalled) {
+        app.get('/uncalled', px.rateLimit as unknown as express5.RequestHandler, (_req, res) =>
+          res.send('unreachable'),
+        );
+        app.use(((err: Error & { code?: string }, _req, res, _next) => {
+          res.status(500).json({ code: err.code, message: err.message });
+        }) as express5.ErrorRequestHandler);
+      }
       if (spec.auth)
         app.post('/auth', px.authGuard(spec.auth), (_req, res) => res.json({ ok: true }));
       if (spec.webhook)
@@ -174,8 +184,25 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
           },
         ]);
       }
+      if (spec.mountUncalled) {
+        routes.set('GET /uncalled', [
+          pk.rateLimit as unknown as Middleware,
+          (ctx) => {
+            ctx.body = 'unreachable';
+          },
+        ]);
+      }
       const app = new Koa();
       app.silent = true;
+      app.use(async function errors(ctx, next) {
+        try {
+          await next();
+        } catch (error) {
+          const e = error as Error & { code?: string };
+          ctx.status = 500;
+          ctx.body = { code: e.code, message: e.message };
+        }
+      });
       app.use(function route(ctx, next) {
         const chain = routes.get(`${ctx.method} ${ctx.path}`);
         if (chain === undefined) return next();
@@ -220,6 +247,19 @@ function fastifyFramework(
           }
         }
         const optOut = { rateLimit: false as const };
+        if (spec.mountUncalled) {
+          app.setErrorHandler((error: Error & { code?: string }, _request, reply) => {
+            reply.code(500).send({ code: error.code, message: error.message });
+          });
+          app.get(
+            '/uncalled',
+            {
+              onRequest: pf.rateLimit as unknown as ReturnType<typeof pf.rateLimit>,
+              config: optOut,
+            },
+            async () => 'unreachable',
+          );
+        }
         if (spec.auth)
           app.post('/auth', { onRequest: pf.authGuard(spec.auth), config: optOut }, async () => ({
             ok: true,

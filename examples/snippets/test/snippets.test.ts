@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DIR, SNIPPET, snippetFiles } from '../run-all.mjs';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc'];
 
 /** What each snippet prints, line by line. */
 const OUTPUT: Record<string, string[]> = {
@@ -82,6 +82,40 @@ const OUTPUT: Record<string, string[]> = {
   'koa-reconfigure.mjs': reconfigured(),
   'koa-stacked.mjs': stacked(),
   'koa-usage.mjs': usage(94),
+  'rpc-json-rpc-server.mjs': [
+    '1: result {"theme":"light"}',
+    '31: error -32029 rate limit exceeded for config.patch; retry after 60s {"method":"config.patch","limit":"30 per 60s"}',
+    '32: result {"theme":"light"}',
+    '33: error -32600 invalid request: method must be a string, got an array {"code":"INVALID_METHOD"}',
+    '34: error -32603 internal error null',
+  ],
+  'rpc-plain-dispatcher.mjs': [
+    '{"theme":"light"} 30 true',
+    'UNAVAILABLE rate limit exceeded for config.patch; retry after 60s config.patch|dev-1|203.0.113.7',
+    'answerError MethodRateLimitedError UNAVAILABLE',
+    'reply {"theme":"light"}',
+  ],
+  'rpc-restart-reasons.mjs': [
+    `restarting ${JSON.stringify({
+      reasons: [
+        ...Array.from({ length: 16 }, (_, i) => `change ${i + 1}`),
+        '(further restart reasons dropped)',
+      ],
+      dropped: 4,
+    })}`,
+    'gateway restarted',
+  ],
+  'rpc-session-restart.mjs': [
+    '{"coalesced":false,"delayMs":0,"cooldownMsApplied":0} restarts: 1',
+    'next restart in 32s, cooldown 30s',
+    '120 ACP session creation rate limit exceeded for session/new; retry after 10s.',
+    '{"sessionId":"s1"}',
+  ],
+  'rpc-ws-handler.mjs': [
+    '1: result {"installed":"audit"}',
+    '31: error -32029 rate limit exceeded for plugins.install; retry after 60s',
+    'null: error -32603 internal error',
+  ],
   'ws-connect-auth.mjs': [
     '1008 AUTH_INVALID',
     '1008 AUTH_INVALID',

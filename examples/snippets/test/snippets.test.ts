@@ -3,6 +3,7 @@
 // stale), checks that it exits 0 with exactly the lines listed below and nothing on stderr, and
 // checks that every ```js/```ts block of the package READMEs is the code between the file's
 // `// snippet:start` and `// snippet:end` markers, named by a `<!-- snippet: <file> -->` line above it.
+// The redis-* snippets use the Redis at REDIS_URL (the test setup's), each under a prefix of its own.
 import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +12,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DIR, SNIPPET, snippetFiles } from '../run-all.mjs';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc', 'redis'];
+/** The Redis the redis-* snippets use: the test setup's (test/setup/services.ts) or the default. */
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** What each snippet prints, line by line. */
 const OUTPUT: Record<string, string[]> = {
@@ -82,6 +85,10 @@ const OUTPUT: Record<string, string[]> = {
   'koa-reconfigure.mjs': reconfigured(),
   'koa-stacked.mjs': stacked(),
   'koa-usage.mjs': usage(94),
+  'redis-usage.mjs': [
+    'true allowed 10 0s | false locked 0 300s | true allowed 97 0s | keys: 2',
+    'keys after reset: 0',
+  ],
   'rpc-json-rpc-server.mjs': [
     '1: result {"theme":"light"}',
     '31: error -32029 rate limit exceeded for config.patch; retry after 60s {"method":"config.patch","limit":"30 per 60s"}',
@@ -187,10 +194,17 @@ interface Run {
 
 function run(file: string): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [file], { cwd: DIR, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr });
-    });
+    // The redis-* snippets connect to REDIS_URL, passed on explicitly.
+    const env = { ...process.env, REDIS_URL };
+    execFile(
+      process.execPath,
+      [file],
+      { cwd: DIR, env, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -18,20 +18,34 @@ function dispatch(method, params) {
 }
 
 const guarded = withMethodQuotas(dispatch);
+/** The request object, or undefined for a body that is not a JSON object (never trust the wire). */
+function parseRequest(body) {
+  try {
+    const request = JSON.parse(body);
+    return request !== null && typeof request === 'object' ? request : undefined;
+  } catch {
+    return undefined;
+  }
+}
 const server = createServer(async (req, res) => {
   let body = '';
   for await (const chunk of req) body += chunk;
-  const { id, method, params } = JSON.parse(body);
+  const request = parseRequest(body);
+  const send = (reply) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
+  if (request === undefined)
+    return send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } });
+  const { id, method, params } = request;
   const conn = { deviceId: req.headers['x-device-id'], clientIp: req.socket.remoteAddress };
-  let reply;
   try {
-    reply = { jsonrpc: '2.0', id, result: await guarded(method, params, conn) };
+    send({ jsonrpc: '2.0', id, result: await guarded(method, params, conn) });
   } catch (err) {
-    reply = isPortcullisRpcError(err)
-      ? toJsonRpcError(err, id)
-      : { jsonrpc: '2.0', id, error: { code: -32603, message: 'internal error' } };
+    send(
+      isPortcullisRpcError(err)
+        ? toJsonRpcError(err, id)
+        : { jsonrpc: '2.0', id, error: { code: -32603, message: 'internal error' } },
+    );
   }
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
 }).listen(0, '127.0.0.1');
 await once(server, 'listening');
 
@@ -55,12 +69,16 @@ const refused = await call('config.patch', { theme: 'light' }); // the 31st with
 const free = await call('config.get'); // not a write method: not limited
 const unusable = await call(['config.patch']); // a method name must be a string
 const failed = await call('config.reset'); // the dispatcher threw: no details leave the server
-for (const reply of [first, refused, free, unusable, failed]) console.log(show(reply));
+const garbled = await (
+  await fetch(`http://127.0.0.1:${server.address().port}/`, { method: 'POST', body: '{"id": 7,' })
+).json(); // not JSON: answered, never a crash
+for (const reply of [first, refused, free, unusable, failed, garbled]) console.log(show(reply));
 assert.deepEqual(first, { jsonrpc: '2.0', id: 1, result: { theme: 'light' } });
 assert.equal(refused.error.code, -32029);
 assert.equal(refused.error.data.retryAfterMs <= 60_000, true);
 assert.equal(unusable.error.code, -32600);
 assert.deepEqual(failed.error, { code: -32603, message: 'internal error' });
+assert.equal(garbled.error.code, -32700);
 
 server.close();
 // snippet:end

@@ -21,7 +21,18 @@ const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 }).on('connection',
     connId: crypto.randomUUID(),
   };
   socket.on('message', async (data) => {
-    const { id, method, params } = JSON.parse(String(data));
+    let request;
+    try {
+      request = JSON.parse(String(data));
+    } catch {
+      // Not JSON: answered below, never an exception out of this handler.
+    }
+    if (request === null || typeof request !== 'object') {
+      const error = { code: -32700, message: 'parse error' };
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+      return;
+    }
+    const { id, method, params } = request;
     try {
       socket.send(
         JSON.stringify({ jsonrpc: '2.0', id, result: await guarded(method, params, conn) }),

@@ -95,6 +95,7 @@ const OUTPUT: Record<string, string[]> = {
     '32: result {"theme":"light"}',
     '33: error -32600 invalid request: method must be a string, got an array {"code":"INVALID_METHOD"}',
     '34: error -32603 internal error null',
+    'null: error -32700 parse error null',
   ],
   'rpc-plain-dispatcher.mjs': [
     '{"theme":"light"} 30 true',

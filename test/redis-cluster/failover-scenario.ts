@@ -219,10 +219,14 @@ export async function failoverScenario(
     await d.fail();
     await d.promoted();
     const promotedAt = Date.now();
-    // Every process decides through Redis again: 40 decisions in a row without onError.
+    // Every process decides through Redis again: its last 40 decisions, all made after the
+    // promotion, without onError.
+    const atPromotion = await Promise.all(workers.map((w) => w.status()));
     await until(
       async () =>
-        (await Promise.all(workers.map((w) => w.status()))).every((s) => s.sinceDegraded >= 40),
+        (await Promise.all(workers.map((w) => w.status()))).every(
+          (s, i) => s.sinceDegraded >= 40 && s.count - (atPromotion[i]?.count ?? 0) >= 40,
+        ),
       15_000,
       'every process deciding through Redis again after the promotion',
     );

@@ -422,8 +422,8 @@ export async function startCluster({
     },
     /**
      * Waits until every live node reports `cluster_state:ok`, all live nodes agree on which live
-     * primary serves each slot (all 16384 covered, none migrating), and every live replica of a live
-     * primary has its replication link up.
+     * primary serves each slot (all 16384 covered) and on which live node replicates which, and
+     * every live replica of a live primary has its replication link up.
      * @param {number} [ms]
      */
     async waitHealthy(ms = 30_000) {
@@ -450,7 +450,16 @@ export async function startCluster({
             );
             if (covered !== 16384) return false;
             if (v.nodes.some((n) => cluster.alive(n.port) && n.fail)) return false;
-            signatures.add(owners.map((n) => `${n.port}:${JSON.stringify(n.slots)}`).join(' '));
+            // Who serves which slots, and which live node replicates which.
+            const portOf = (/** @type {string | undefined} */ id) =>
+              v.nodes.find((n) => n.id === id)?.port;
+            const roles = v.nodes
+              .filter((n) => cluster.alive(n.port))
+              .map((n) => `${n.port}<${n.master ? '' : portOf(n.masterId)}`)
+              .sort();
+            signatures.add(
+              `${owners.map((n) => `${n.port}:${JSON.stringify(n.slots)}`).join(' ')} ${roles.join(' ')}`,
+            );
           }
           if (signatures.size !== 1) return false;
           for (const v of views) {

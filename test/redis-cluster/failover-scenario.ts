@@ -62,6 +62,8 @@ export interface Deployment {
   fail(): Promise<void>;
   /** Resolves once the replica serves as the primary. */
   promoted(): Promise<void>;
+  /** Resolves once every node agrees on the new topology (Cluster: the same slot map). */
+  settled?(): Promise<void>;
   /** A client that follows the deployment, for the checks after the failover. */
   client(): Promise<StoreClient>;
 }
@@ -90,6 +92,7 @@ export interface FailoverFigures {
   scenario: 'crash' | 'planned';
   timeoutMs: number;
   promotedAfterMs: number;
+  settledAfterMs: number;
   longestWaitMs: number;
   workers: WorkerFigures[];
   /** Writes the dead primary acknowledged and the replica never had (crash only). */
@@ -219,6 +222,8 @@ export async function failoverScenario(
     await d.fail();
     await d.promoted();
     const promotedAt = Date.now();
+    await d.settled?.();
+    const settledAt = Date.now();
     // Every process decides through Redis again: its last 40 decisions, all made after the
     // promotion, without onError.
     const atPromotion = await Promise.all(workers.map((w) => w.status()));
@@ -237,6 +242,7 @@ export async function failoverScenario(
       scenario: crash ? 'crash' : 'planned',
       timeoutMs: TIMEOUT_MS,
       promotedAfterMs: promotedAt - failedAt,
+      settledAfterMs: settledAt - failedAt,
       longestWaitMs: 0,
       workers: [],
     };

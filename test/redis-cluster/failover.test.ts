@@ -60,8 +60,8 @@ async function deployment(cluster: Cluster, label: string, crash: boolean): Prom
         20_000,
         `the replica :${replica} promoted`,
       );
-      await cluster.waitHealthy(20_000);
     },
+    settled: () => cluster.waitHealthy(20_000),
     client: () => connectCluster('ioredis', cluster.seeds),
   };
 }

@@ -17,6 +17,7 @@ import {
   type RequestResult,
 } from '@portcullis/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { exposeDecision } from './expose.js';
 import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
 
 export type {
@@ -67,15 +68,15 @@ export function rateLimit(options?: RateLimitOptions): RequestHandler & RequestL
     if (result === undefined) {
       next();
     } else if (result.ok) {
-      req.rateLimit = result.decision;
+      exposeDecision(req, result.decision);
       setHeaders(res, result.headers);
       if (gate.tracksOutcome) gate.track(result, res, req, res);
       next();
     } else if (onLimited === undefined) {
-      req.rateLimit = result.decision;
+      exposeDecision(req, result.decision);
       sendAnswer(res, result.answer as HttpAnswer);
     } else {
-      req.rateLimit = result.decision;
+      exposeDecision(req, result.decision);
       setHeaders(res, result.headers);
       const done = onLimited(req, res, result.decision);
       if (isPromise(done)) done.then(undefined, next);

@@ -431,7 +431,8 @@ export class RedisStore implements Store {
 
   /**
    * Counts the keys under the prefix with `SCAN` (approximate: keys expire and appear while it
-   * runs; O(keys in the database), so not for a hot path; on Cluster it sees one node). While
+   * runs; O(keys in the database), so not for a hot path; on a Cluster only as good as the client's
+   * SCAN routing: node-redis walks every primary, ioredis does not). While
    * Redis fails it reports the fallback store's size.
    */
   async size(): Promise<number> {

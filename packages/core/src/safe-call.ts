@@ -20,17 +20,35 @@ export function callSafely<A extends unknown[]>(
   }
 }
 
-function loggerFailed(error: unknown): void {
-  process.emitWarning(`Portcullis: the logger threw: ${String(error)}`, {
-    code: 'PORTCULLIS_LOGGER_ERROR',
-  });
+/** A short, printable description of whatever was thrown (never throws itself). */
+function describe(error: unknown): string {
+  try {
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  } catch {
+    return 'an unprintable value';
+  }
 }
 
-const guarded = new WeakSet<Logger>();
+function loggerFailed(level: string, msg: string | undefined): (error: unknown) => void {
+  return (error) => {
+    try {
+      process.emitWarning(
+        `Portcullis: the logger's ${level}() threw (${describe(error)}); message: ${msg ?? ''}`,
+        { code: 'PORTCULLIS_LOGGER_ERROR' },
+      );
+    } catch {
+      // Nothing left to report to.
+    }
+  };
+}
+
+const guarded = new WeakSet<object>();
 
 /**
  * A logger whose calls never throw: a broken logger must not turn a decision (a lockout that was
- * already recorded) into an error answer or a crash. Its failures become one process warning each.
+ * already recorded) into an error answer or a crash. A throw or a rejection becomes one process
+ * warning (code `PORTCULLIS_LOGGER_ERROR`) carrying the message that was being logged.
  */
 export function safeLogger<L extends Logger | Pick<Logger, 'warn'>>(logger: L): L;
 export function safeLogger<L extends Logger | Pick<Logger, 'warn'>>(
@@ -39,22 +57,21 @@ export function safeLogger<L extends Logger | Pick<Logger, 'warn'>>(
 export function safeLogger<L extends Logger | Pick<Logger, 'warn'>>(
   logger: L | undefined,
 ): L | undefined {
-  if (logger === undefined || guarded.has(logger as Logger)) return logger;
+  if (logger === undefined || guarded.has(logger)) return logger;
   const target = logger as Partial<Logger>;
   const wrap =
     (level: 'warn' | 'error') =>
     (obj: object, msg?: string): void => {
-      try {
-        const out = (target[level] as (o: object, m?: string) => unknown).call(target, obj, msg);
-        if (isPromise(out)) out.then(undefined, loggerFailed);
-      } catch (error) {
-        loggerFailed(error);
-      }
+      const method = target[level];
+      if (typeof method !== 'function') return;
+      // The message argument is passed on only when given, as the caller wrote it.
+      callSafely(
+        () => (msg === undefined ? method.call(target, obj) : method.call(target, obj, msg)),
+        [],
+        loggerFailed(level, msg),
+      );
     };
-  const safe = {
-    warn: wrap('warn'),
-    error: typeof target.error === 'function' ? wrap('error') : (_obj: object, _msg?: string) => {},
-  };
+  const safe = { warn: wrap('warn'), error: wrap('error') };
   guarded.add(safe);
   return safe as unknown as L;
 }

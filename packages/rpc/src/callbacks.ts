@@ -1,4 +1,4 @@
-import type { Logger } from '@portcullis/core';
+import { callSafely, type Logger } from '@portcullis/core';
 
 /*
  * User callbacks that only observe (hooks such as `onLimited`, loggers) must never break a call,
@@ -19,37 +19,12 @@ function describe(error: unknown): string {
   }
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
-
 /** Last resort: a process warning (never throws). */
 function emit(text: string): void {
   try {
     process.emitWarning(text, { code: CALLBACK_WARNING });
   } catch {
     // Nothing left to report to.
-  }
-}
-
-/**
- * Runs `fn(...args)` and makes whatever it throws, or rejects with, harmless: `onError` is called
- * with it instead (synchronously for a throw, later for a rejection). Returns nothing on purpose.
- */
-function guard<A extends unknown[]>(
-  fn: (...args: A) => unknown,
-  args: A,
-  onError: (error: unknown) => void,
-): void {
-  try {
-    const result = fn(...args);
-    if (isThenable(result)) Promise.resolve(result).then(undefined, onError);
-  } catch (error) {
-    onError(error);
   }
 }
 
@@ -70,7 +45,7 @@ export function reportCallbackError(
     fallback();
     return;
   }
-  guard(
+  callSafely(
     (obj: object, msg: string) => logger.error(obj, msg),
     [{ code: CALLBACK_WARNING, callback, err: error }, message],
     fallback,
@@ -88,25 +63,5 @@ export function callHook<A>(
   where: string,
   callback: string,
 ): void {
-  guard(fn, [arg], (error) => reportCallbackError(logger, where, callback, error));
-}
-
-/**
- * A logger that cannot fail: each `warn` / `error` goes to `logger`, and if that throws or rejects
- * the line is emitted as a process warning instead. Handed to core limiters so a broken logger never
- * turns an answer into an exception.
- */
-export function safeLogger(logger: Logger): Logger {
-  const fallback = (level: string, msg: string | undefined) => (error: unknown) =>
-    emit(`Portcullis: the logger's ${level}() threw (${describe(error)}); message: ${msg ?? ''}`);
-  // The message argument is passed on only when given, as the caller wrote it.
-  const call =
-    (level: 'warn' | 'error') =>
-    (obj: object, msg?: string): void =>
-      guard(
-        () => (msg === undefined ? logger[level](obj) : logger[level](obj, msg)),
-        [],
-        fallback(level, msg),
-      );
-  return { warn: call('warn'), error: call('error') };
+  callSafely(fn, [arg], (error) => reportCallbackError(logger, where, callback, error));
 }

@@ -13,7 +13,7 @@ import {
   type Timers,
   type WindowLimiter,
 } from '@portcullis/core';
-import { callHook, safeLogger } from './callbacks.js';
+import { callHook } from './callbacks.js';
 import { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
 import { callerKey, contextIdentity, joinKey, type MethodIdentity } from './identity.js';
 import { checkMethod, methodProblem } from './method-name.js';
@@ -212,7 +212,8 @@ export function withMethodQuotas<Params, Ctx, Result>(
     ctx: Ctx,
   ) => MaybePromise<MethodIdentity | undefined>;
   const onLimited = o.onLimited as MethodQuotaOptions<Params, Ctx>['onLimited'];
-  const logger = o.logger === undefined ? undefined : safeLogger(o.logger);
+  // Core limiters wrap the logger themselves: a throwing logger never breaks a decision.
+  const logger = o.logger;
   const name = o.name ?? 'control-plane';
   /** Store, clock, timers, dry run and logger: the same for both limiters. */
   const shared = {

@@ -8,7 +8,6 @@ import {
   type SessionCreationLimiter,
   type Timers,
 } from '@portcullis/core';
-import { safeLogger } from './callbacks.js';
 import { checkMethod } from './method-name.js';
 import { compileMethodPatterns, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
@@ -110,7 +109,7 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
       ...(o.clock !== undefined && { clock: o.clock }),
       ...(o.timers !== undefined && { timers: o.timers }),
       ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-      ...(o.logger !== undefined && { logger: safeLogger(o.logger) }),
+      ...(o.logger !== undefined && { logger: o.logger }),
     });
   const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
   const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];

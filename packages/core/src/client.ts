@@ -1,4 +1,4 @@
-import { safeLogger } from './safe-call.js';
+import { safeLogger, tell } from './safe-call.js';
 import type { Logger } from './events.js';
 import {
   type Cidr,
@@ -165,13 +165,9 @@ export function compileClientRules(options?: ClientOptions): {
     const msg =
       'Portcullis: a loopback client sent forwarding headers but is not in trustedProxies; it is limited under its own address. ' +
       'If a reverse proxy runs on this host, add its address to trustedProxies.';
-    if (logger) logger.warn({ code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' }, msg);
-    else process.emitWarning(msg, { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' });
+    tell(logger, 'warn', { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' }, msg);
   }
 
-  // A proxy never forwards for a client on its own loopback interface unless something on that host
-  // connected to it; a loopback hop is far more likely written by the client to pass as local.
-  // Either way it proves nothing: fail closed (unresolved), never loopback, never a step further left.
   let warnedForwarded = false;
   /**
    * `X-Forwarded-For` from a peer that is neither trusted nor loopback: usually a reverse proxy
@@ -183,10 +179,12 @@ export function compileClientRules(options?: ClientOptions): {
     const msg =
       'Portcullis: X-Forwarded-For arrived from a peer that is not in trustedProxies; it is ignored and the peer itself is the client. ' +
       'If this peer is your reverse proxy, every user behind it now shares one bucket: add its address to trustedProxies.';
-    if (logger) logger.warn({ code: 'PORTCULLIS_UNTRUSTED_FORWARDED' }, msg);
-    else process.emitWarning(msg, { code: 'PORTCULLIS_UNTRUSTED_FORWARDED' });
+    tell(logger, 'warn', { code: 'PORTCULLIS_UNTRUSTED_FORWARDED' }, msg);
   }
 
+  // A proxy never forwards for a client on its own loopback interface unless something on that host
+  // connected to it; a loopback hop is far more likely written by the client to pass as local.
+  // Either way it proves nothing: fail closed (unresolved), never loopback, never a step further left.
   function untrustedHop(ip: ParsedIp): ParsedIp | undefined {
     return parsedIsLoopback(ip) ? undefined : ip;
   }

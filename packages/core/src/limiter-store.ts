@@ -1,4 +1,5 @@
 import type { Logger } from './events.js';
+import { tell } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { PortcullisConfigError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
@@ -73,6 +74,5 @@ export function claimName(
   if (before === numbers || before === 'warned') return;
   names.set(name, 'warned');
   const msg = `Portcullis: two limiters named "${name}" share one store with different numbers (${before} and ${numbers}); they count the same keys under different rules. Give each its own "name".`;
-  if (logger) logger.warn({ code: 'PORTCULLIS_NAME_CLASH', limiter: name }, msg);
-  else process.emitWarning(msg, { code: 'PORTCULLIS_NAME_CLASH' });
+  tell(logger, 'warn', { code: 'PORTCULLIS_NAME_CLASH', limiter: name }, msg);
 }

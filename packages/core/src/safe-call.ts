@@ -75,3 +75,19 @@ export function safeLogger<L extends Logger | Pick<Logger, 'warn'>>(
   guarded.add(safe);
   return safe as unknown as L;
 }
+
+/**
+ * Tells the operator something once it happened: through the logger when there is one (made safe,
+ * so a broken logger cannot throw here), else as a process warning carrying the same code.
+ */
+export function tell(
+  logger: Logger | Pick<Logger, 'warn'> | undefined,
+  level: 'warn' | 'error',
+  fields: { readonly code: string } & Record<string, unknown>,
+  message: string,
+): void {
+  const safe = safeLogger(logger) as Partial<Logger> | undefined;
+  const method = safe?.[level];
+  if (method !== undefined) method.call(safe, fields, message);
+  else process.emitWarning(message, { code: fields.code });
+}

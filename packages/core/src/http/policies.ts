@@ -1,9 +1,9 @@
 import { isPromise, type MaybePromise } from '../clock.js';
 import { type Decision, withKey } from '../decision.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
+import { optionErrorCode } from '../errors.js';
 import { POLICY_MEMBER } from '../limiter-store.js';
 import { MAX_DURATION_MS } from '../options.js';
-import type { WindowRule } from '../store.js';
 import {
   createWindowLimiter,
   type WindowLimiter,
@@ -26,8 +26,7 @@ export const MAX_POLICIES = 256;
 
 function runtimeError(option: string, message: string): RangeError {
   const error = new RangeError(`Portcullis: ${message}`);
-  (error as RangeError & { code: string }).code =
-    `ERR_PORTCULLIS_${option.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}`;
+  (error as RangeError & { code: string }).code = optionErrorCode(option);
   return error;
 }
 
@@ -101,6 +100,3 @@ export function createPolicies<Req>(
 export function unprefixed(d: Decision, prefix: string): Decision {
   return prefix === '' || !d.key.startsWith(prefix) ? d : withKey(d, d.key.slice(prefix.length));
 }
-
-/** The rule a fixed policy advertises (for code that reads `gate.limiter.rule`). */
-export type { WindowRule };

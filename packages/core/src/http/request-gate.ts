@@ -1,6 +1,6 @@
 import { compileClientRules, type RawRequest } from '../client.js';
 import { isPromise, type MaybePromise, type Clock, systemClock, type Timers } from '../clock.js';
-import { callSafely } from '../safe-call.js';
+import { callSafely, tell } from '../safe-call.js';
 import type { Decision } from '../decision.js';
 import { PortcullisConfigError } from '../errors.js';
 import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
@@ -364,13 +364,12 @@ export function createRequestGate<Req, Res = unknown>(
   }
 
   function reportRefund(error: unknown): void {
-    const log = o.logger;
-    if (log)
-      log.error({ code: 'PORTCULLIS_REFUND_ERROR', err: error }, 'Portcullis: a refund failed');
-    else
-      process.emitWarning(`Portcullis: a refund failed: ${String(error)}`, {
-        code: 'PORTCULLIS_REFUND_ERROR',
-      });
+    tell(
+      o.logger,
+      'error',
+      { code: 'PORTCULLIS_REFUND_ERROR', err: error },
+      `Portcullis: a refund failed: ${String(error)}`,
+    );
   }
 
   function settle(

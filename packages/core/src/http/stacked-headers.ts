@@ -1,5 +1,6 @@
 import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
+import { tell } from '../safe-call.js';
 
 /** What one limiter advertised on a request. */
 interface Entry {
@@ -85,7 +86,6 @@ export function duplicateNameWarning(name: string, logger: Logger | undefined): 
     if (warned) return;
     warned = true;
     const msg = `Portcullis: two rateLimit middlewares named "${name}" limited one request (it is counted twice); give each a distinct name`;
-    if (logger) logger.warn({ code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: name }, msg);
-    else process.emitWarning(msg, { code: 'PORTCULLIS_DUPLICATE_POLICY' });
+    tell(logger, 'warn', { code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: name }, msg);
   };
 }

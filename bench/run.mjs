@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, one after another, each in its own Node process.
 // Builds nothing: run `npm run build` first (the benchmarks import the packages' dist).
-// BENCH_* variables pass through to every benchmark (see bench/README.md).
+// BENCH_* variables pass through to every benchmark (see bench/README.md). Each writes its chart
+// to bench/charts/<name>.svg unless BENCH_CHARTS names another directory (or is 0: no charts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -13,6 +14,9 @@ const benches = [
   { name: 'http', script: join(here, 'http/run.mjs'), node: [] },
   { name: 'redis', script: join(here, 'redis/run.mjs'), node: [], optional: true },
 ];
+
+/** Where every benchmark writes its SVG chart (bench/chart.mjs); `0` writes none. */
+const chartsDir = process.env.BENCH_CHARTS || join(here, 'charts');
 
 /** BENCH_JSON=out.json gives each benchmark its own file: out.core.json, out.http.json, … */
 function jsonFor(name) {
@@ -28,7 +32,7 @@ function jsonFor(name) {
 
 function run({ name, script, node }) {
   return new Promise((resolve) => {
-    const env = { ...process.env, ...jsonFor(name) };
+    const env = { ...process.env, BENCH_CHARTS: chartsDir, ...jsonFor(name) };
     const child = spawn(process.execPath, [...node, script], { stdio: 'inherit', env });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
@@ -44,6 +48,9 @@ const bench = Object.keys(process.env)
   .filter((k) => k.startsWith('BENCH_'))
   .map((k) => `${k}=${process.env[k]}`);
 if (bench.length > 0) console.log(`passing through: ${bench.join(' ')}`);
+console.log(
+  chartsDir === '0' ? 'charts: none (BENCH_CHARTS=0)' : `charts: ${chartsDir}/<name>.svg`,
+);
 
 let failed = 0;
 for (const b of benches) {

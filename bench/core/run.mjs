@@ -1,8 +1,10 @@
 // Core benchmark: ns per decision and heap growth, Portcullis side by side with the peer
 // libraries' in-memory stores and a bare Map counter, in one process, alternating rounds.
-// Run with: node --expose-gc bench/core/run.mjs  (after `npm run build`)
+// Run with: node --expose-gc bench/core/run.mjs  (after `npm run build`). Writes its chart to
+// bench/charts/core.svg (BENCH_CHARTS: another directory, or 0 for none), BENCH_JSON a report.
 import { createRequire } from 'node:module';
 import { createFailureLimiter, createWindowLimiter } from '@portcullis/core';
+import { writeChartFor } from '../chart.mjs';
 
 const require = createRequire(import.meta.url);
 const { RateLimiterMemory } = require('rate-limiter-flexible');
@@ -12,6 +14,8 @@ const FastifyLocalStore = require('@fastify/rate-limit/store/LocalStore.js');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const N = Number(process.env.BENCH_N ?? 300_000);
 const KEYS = 100_000;
+/** A limit no run reaches; limit × windowMs stays under 2^53, which Portcullis requires. */
+const UNREACHED = 1e9;
 const keys = Array.from(
   { length: KEYS },
   (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
@@ -110,22 +114,29 @@ function failureBench() {
   };
 }
 
+/** A contender's name as the README tables and the chart show it. */
+function displayName(name) {
+  return name
+    .replace(/^portcullis/, 'Portcullis')
+    .replace(/^bare Map window/, 'clocked Map window');
+}
+
 async function main() {
   if (!globalThis.gc) console.warn('run with --expose-gc for heap figures');
   const results = [];
-  results.push(await scenario('hot key, allowed (ns/decision)', 1e12, () => 'hot'));
+  results.push(await scenario('hot key, allowed (ns/decision)', UNREACHED, () => 'hot'));
   results.push(await scenario('hot key, denied (ns/decision)', 10, () => 'hot'));
   results.push(
     await scenario(
       '100 000 keys round robin, default maxEntries 10 000: evicting (ns/decision)',
-      1e12,
+      UNREACHED,
       (i) => keys[i % KEYS],
     ),
   );
   results.push(
     await scenario(
       '100 000 keys round robin, maxEntries 200 000 (ns/decision)',
-      1e12,
+      UNREACHED,
       (i) => keys[i % KEYS],
       200_000,
     ),
@@ -184,8 +195,13 @@ async function main() {
     node: process.version,
     rounds: ROUNDS,
     n: N,
-    scenarios: [],
+    // The measurements: ns per call of every contender, per scenario.
+    timings: [],
     heap: [],
+    // The same in the shape of the charts (bench/chart.mjs): per scenario, every contender's ns
+    // divided by Portcullis's (Portcullis = 1; 3 = Portcullis is 3× faster than that contender);
+    // then the heap growth in MB.
+    scenarios: [],
   };
   for (const { title, rows } of results) {
     const map = rows.find((r) => r.name === 'bare Map counter')?.ns;
@@ -202,18 +218,48 @@ async function main() {
         `  ${r.name.padEnd(34)} ${r.ns.toFixed(1).padStart(8)} ns${vsMap}${vsClocked}${vsUs}`,
       );
     }
-    report.scenarios.push({ title, rows });
+    report.timings.push({ title, rows });
+    report.scenarios.push({
+      name: title.replace(/ \(ns\/(decision|op)\)$/, ''),
+      unit: '×',
+      higherIsBetter: false,
+      rows: rows.map((r) => ({
+        contender: displayName(r.name),
+        value: Number((r.ns / us).toFixed(3)),
+        isPortcullis: r.name.startsWith('portcullis'),
+      })),
+    });
   }
   console.log('\nheap growth after 1 000 000 unique keys');
   for (const h of heaps) {
     console.log(`  ${h.name.padEnd(44)} ${h.mb.toFixed(1).padStart(8)} MB`);
     report.heap.push({ name: h.name, mb: Number(h.mb.toFixed(2)) });
   }
+  if (globalThis.gc)
+    report.scenarios.push({
+      name: 'heap growth after 1 000 000 unique keys',
+      unit: 'MB',
+      higherIsBetter: false,
+      rows: report.heap.map((h) => ({
+        contender: displayName(h.name),
+        value: h.mb,
+        isPortcullis: h.name.startsWith('portcullis'),
+      })),
+    });
   if (process.env.BENCH_JSON)
     (await import('node:fs')).writeFileSync(
       process.env.BENCH_JSON,
       `${JSON.stringify(report, null, 2)}\n`,
     );
+  writeChartFor('core', report.scenarios, {
+    title: 'bench/core: time per decision relative to Portcullis',
+    subtitle:
+      "Each bar: the contender's ns per call divided by Portcullis's (dashed line: 1×, Portcullis). " +
+      'A bar at 3× is a contender 3× slower than Portcullis; below 1× it is faster. ' +
+      `Median of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${N.toLocaleString('en-US')} calls` +
+      `${globalThis.gc ? '; heap growth in MB' : ''}; ` +
+      `Node ${process.version}, ${report.date.slice(0, 10)}.`,
+  });
   process.exit(0);
 }
 

@@ -13,13 +13,15 @@
 // map-ietf-prop), BENCH_HTTP_PIN (0 = no taskset
 // pinning), BENCH_HTTP_MAX_OTHER (15: % of a core other programs may take during a run before it
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
-// with --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
+// with --cpu-prof and write their profiles there), BENCH_JSON (write the report there),
+// BENCH_CHARTS (directory of the chart http.svg, default bench/charts; 0: no chart).
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { writeChartFor } from '../chart.mjs';
 
 const require = createRequire(import.meta.url);
 const SELF = fileURLToPath(import.meta.url);
@@ -479,6 +481,33 @@ function summarise(framework, rounds) {
   });
 }
 
+/** Variants the chart shows, in this order: Portcullis, the peer, the hand-written limiters. */
+const CHART_VARIANTS = ['portcullis', 'peer', 'map', 'map-ietf', 'map-ietf-prop'];
+
+/**
+ * The report's `scenarios` (the shape bench/chart.mjs draws): per framework, the server CPU per
+ * request of each charted variant divided by bare's (lower is better; 1 = no limiter).
+ */
+function chartScenarios(rows) {
+  return FRAMEWORKS.map((framework) => ({
+    name: framework,
+    unit: '×',
+    higherIsBetter: false,
+    rows: CHART_VARIANTS.flatMap((variant) => {
+      const r = rows.find((x) => x.framework === framework && x.variant === variant);
+      return r?.cpuRatio === undefined
+        ? []
+        : [
+            {
+              contender: r.name,
+              value: Number(r.cpuRatio.toFixed(3)),
+              isPortcullis: variant === 'portcullis',
+            },
+          ];
+    }),
+  })).filter((s) => s.rows.length > 0);
+}
+
 function printTable(rows) {
   const fmt = (x, d = 2) => (x === undefined ? '—' : x.toFixed(d));
   const head = [
@@ -556,6 +585,7 @@ async function main() {
       `target ${r.framework}: ≤ ${target} % throughput cost; Portcullis ${r.overheadPct.toFixed(1)} % → ${met ? 'met' : 'NOT met'}`,
     );
   }
+  const scenarios = chartScenarios(rows);
   if (env.BENCH_JSON) {
     const report = {
       date: new Date().toISOString(),
@@ -572,9 +602,20 @@ async function main() {
       pipelining: 1,
       rows,
       targets: verdicts,
+      scenarios,
     };
     writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
   }
+  if (scenarios.length > 0)
+    writeChartFor('http', scenarios, {
+      title: 'bench/http: server CPU per request relative to the bare server',
+      subtitle:
+        "Each bar: the server's CPU time per request divided by the bare server's of the same " +
+        'framework in the same cycle (dashed line: 1×, no limiter); 1.10× spends 10 % more. ' +
+        `Median of ${SLICES} cycle${SLICES === 1 ? '' : 's'} of ${SECONDS} s, then of ${ROUNDS} ` +
+        `round${ROUNDS === 1 ? '' : 's'}; Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.`,
+    });
+  else console.log('no chart: it needs the bare variant and one of portcullis, peer, map*');
   clearTimeout(guard);
 }
 

@@ -7,18 +7,54 @@
  * ages, and a peek after one may compare the state they left. Every decision also keeps the bounds
  * a clock step must not break (no wait beyond lockoutMs or the window's span), and waiting the
  * advertised retryAfterMs is enough, on both stores.
+ *
+ * Each property runs three ways: with the local deny table off, on (the default: refusals answered
+ * by the process without Redis), and as two processes (two RedisStores on one prefix, each with its
+ * own subscriber connection, every call through one of them at random) against one MemoryStore:
+ * local answers, invalidations and all, still equal MemoryStore decision for decision.
  */
 import { type Decision, type FailureRule, MemoryStore, type WindowRule } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
+import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   deletePrefix,
   ioredis,
+  REDIS_HOST,
+  REDIS_PORT,
   type TestClient,
   uniquePrefix,
 } from '../../../test/redis/helpers.js';
-import { RedisStore } from './index.js';
+import { RedisStore, type SendCommand, type Subscribe } from './index.js';
+
+/** How the Redis side runs: deny table off, on, or two processes sharing Redis. */
+type Mode = 'off' | 'on' | 'two';
+
+/** A subscriber connection of its own, counting the messages it hands to the store. */
+async function subscriber() {
+  const sub = new IORedis({
+    host: REDIS_HOST,
+    port: REDIS_PORT,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  sub.on('error', () => {});
+  await sub.connect();
+  let received = 0;
+  let subscribed: Promise<unknown> = Promise.resolve();
+  const subscribe: Subscribe = (channel, onMessage) => {
+    sub.on('message', (ch: string, message: string) => {
+      if (ch !== channel) return;
+      received++;
+      onMessage(message);
+    });
+    subscribed = sub.subscribe(channel);
+    return () => sub.disconnect();
+  };
+  return { subscribe, received: () => received, ready: () => subscribed };
+}
 
 type Op =
   | { t: 'consume'; key: string; rule: number; cost: number; wait: boolean }
@@ -37,6 +73,8 @@ type Op =
   | { t: 'record'; key: string; frule: number }
   | { t: 'success'; key: string; frule: number }
   | { t: 'delete'; key: string }
+  /** The latest consume, peek, check, record or success, again, `n` times (a client hammering). */
+  | { t: 'again'; n: number }
   | { t: 'advance'; ms: number }
   | { t: 'rewind'; ms: number };
 
@@ -113,6 +151,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), key }) },
   {
+    weight: 4,
+    arbitrary: fc.record({ t: fc.constant('again' as const), n: fc.integer({ min: 1, max: 5 }) }),
+  },
+  {
     weight: 2,
     arbitrary: fc.record({
       t: fc.constant('rewind' as const),
@@ -162,8 +204,20 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
   });
   afterAll(() => client?.close());
 
-  /** Runs `ops` on both stores; `rules[i % n]` and `frules[i % n]` pick the rule of each call. */
-  async function run(rules: WindowRule[], frules: FailureRule[], ops: Op[]): Promise<void> {
+  /** Calls answered by a deny table, over every run of a property (it must be exercised). */
+  let answered = 0;
+
+  /**
+   * Runs `ops` on both stores; `rules[i % n]` and `frules[i % n]` pick the rule of each call. In
+   * mode `two`, `via[i]` picks the process of the i-th operation.
+   */
+  async function run(
+    mode: Mode,
+    rules: WindowRule[],
+    frules: FailureRule[],
+    ops: Op[],
+    via: boolean[] = [],
+  ): Promise<void> {
     const clock = manualClock(1_700_000_000_000);
     const prefix = uniquePrefix('equiv');
     // No background sweep: when garbage is collected is no part of a decision, and Redis, whose
@@ -171,18 +225,60 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     // firing in virtual time would forget a dead key that a clock step back could otherwise
     // revive in Redis: clamped, within bounds, but different.)
     const memory = new MemoryStore({ clock, timers: clock, sweepIntervalMs: 2 ** 31 - 1 });
-    const redis = new RedisStore({
-      sendCommand: client.sendCommand,
-      prefix,
-      clock,
-      onError: 'closed',
-    });
+    let published = 0;
+    const send: SendCommand = (args, key) => {
+      if (args[0] === 'PUBLISH') published++;
+      return client.sendCommand(args, key);
+    };
+    const subs = mode === 'two' ? [await subscriber(), await subscriber()] : [];
+    const stores = (mode === 'two' ? [0, 1] : [0]).map(
+      (i) =>
+        new RedisStore({
+          sendCommand: send,
+          prefix,
+          clock,
+          onError: 'closed',
+          // Entries live as long as their refusal: staleness is no part of a decision.
+          localDeny: mode === 'off' ? false : { maxStaleMs: 3_600_000 },
+          ...(subs[i] && { subscribe: subs[i].subscribe }),
+        }),
+    );
+    for (const sub of subs) await sub.ready();
+    let redis = stores[0] as RedisStore;
+    /** Every invalidation published so far has reached every subscriber (pub/sub is async). */
+    const delivered = async () => {
+      for (let i = 0; subs.some((sub) => sub.received() < published); i++) {
+        if (i > 1000) throw new Error('an invalidation never arrived');
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    };
     const windowRuleOf = (i: number) => rules[i % rules.length] as WindowRule;
     const failureRuleOf = (i: number) => frules[i % frules.length] as FailureRule;
     // When each key's calls were made, latest first: refunds are aimed at them and their edges.
     const consumed = new Map<string, number[]>();
+    // One process alone meets every kind under one key, as the first property wants. Processes
+    // sharing a prefix give each limiter its own keys (the limiter name is in the key), so in mode
+    // `two` each kind has its own: a key that changes kind or rule in ANOTHER process is the
+    // documented maxStaleMs case (see local-deny.test.ts), not an exact one.
+    const kinds = ['fixed-window', 'sliding-window', 'token-bucket', 'failures'] as const;
+    const keyOf = (key: string, kind: (typeof kinds)[number]) =>
+      mode === 'two' ? `${kind}:${key}` : key;
+    // `again` unrolled: the latest call, repeated through the same process.
+    const calls: { o: Op; v: boolean }[] = [];
+    let latest: { o: Op; v: boolean } | undefined;
+    for (const [i, o] of ops.entries()) {
+      if (o.t !== 'again') {
+        calls.push({ o, v: via[i] === true });
+        if (['consume', 'peek', 'check', 'record', 'success'].includes(o.t))
+          latest = calls[calls.length - 1];
+      } else if (latest !== undefined) {
+        for (let n = 0; n < o.n; n++) calls.push(latest);
+      }
+    }
     try {
-      for (const o of ops) {
+      for (const { o, v } of calls) {
+        redis = stores[v ? 1 : 0] ?? redis;
+        await delivered();
         switch (o.t) {
           case 'advance':
             clock.advance(o.ms);
@@ -192,119 +288,160 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             break;
           case 'consume': {
             const rule = windowRuleOf(o.rule);
-            const d = memory.consume(o.key, rule, o.cost);
-            expect(await redis.consume(o.key, rule, o.cost)).toEqual(d);
+            const key = keyOf(o.key, rule.algorithm);
+            const d = memory.consume(key, rule, o.cost);
+            expect(await redis.consume(key, rule, o.cost)).toEqual(d);
             windowBounded(d, rule);
-            consumed.set(o.key, [clock.now(), ...(consumed.get(o.key) ?? [])]);
+            consumed.set(key, [clock.now(), ...(consumed.get(key) ?? [])]);
             if (!d.allowed && o.wait && o.cost <= rule.limit) {
               clock.advance(d.retryAfterMs);
-              const after = memory.consume(o.key, rule, o.cost);
-              expect(await redis.consume(o.key, rule, o.cost)).toEqual(after);
+              const after = memory.consume(key, rule, o.cost);
+              expect(await redis.consume(key, rule, o.cost)).toEqual(after);
               expect(after.allowed).toBe(true);
             }
             break;
           }
           case 'peek': {
             const rule = windowRuleOf(o.rule);
-            const d = memory.peek(o.key, rule);
-            expect(await redis.peek(o.key, rule)).toEqual(d);
+            const key = keyOf(o.key, rule.algorithm);
+            const d = memory.peek(key, rule);
+            expect(await redis.peek(key, rule)).toEqual(d);
             windowBounded(d, rule);
             if (!d.allowed && o.wait) {
               clock.advance(d.retryAfterMs);
-              const after = memory.consume(o.key, rule, 1);
-              expect(await redis.consume(o.key, rule, 1)).toEqual(after);
+              const after = memory.consume(key, rule, 1);
+              expect(await redis.consume(key, rule, 1)).toEqual(after);
               expect(after.allowed).toBe(true);
             }
             break;
           }
           case 'refund': {
             const rule = windowRuleOf(o.rule);
-            const at = o.since ? consumed.get(o.key)?.[o.since.n] : undefined;
+            const key = keyOf(o.key, rule.algorithm);
+            const at = o.since ? consumed.get(key)?.[o.since.n] : undefined;
             const ago =
               o.since && at !== undefined ? Math.max(0, clock.now() - at + o.since.delta) : o.ago;
-            memory.refund(o.key, rule, o.cost, ago);
-            await redis.refund(o.key, rule, o.cost, ago);
+            memory.refund(key, rule, o.cost, ago);
+            await redis.refund(key, rule, o.cost, ago);
             expect(redis.degraded).toBe(false);
             if (o.check) {
-              const d = memory.peek(o.key, rule);
-              expect(await redis.peek(o.key, rule)).toEqual(d);
+              const d = memory.peek(key, rule);
+              expect(await redis.peek(key, rule)).toEqual(d);
               windowBounded(d, rule);
             }
             break;
           }
           case 'check': {
             const frule = failureRuleOf(o.frule);
-            const d = memory.checkFailures(o.key, frule);
-            expect(await redis.checkFailures(o.key, frule)).toEqual(d);
+            const key = keyOf(o.key, 'failures');
+            const d = memory.checkFailures(key, frule);
+            expect(await redis.checkFailures(key, frule)).toEqual(d);
             failureBounded(d, frule);
             if (!d.allowed && o.wait) {
               clock.advance(d.retryAfterMs);
-              const after = memory.checkFailures(o.key, frule);
-              expect(await redis.checkFailures(o.key, frule)).toEqual(after);
+              const after = memory.checkFailures(key, frule);
+              expect(await redis.checkFailures(key, frule)).toEqual(after);
               expect(after).toMatchObject({ allowed: true, remaining: frule.maxAttempts });
             }
             break;
           }
           case 'record': {
             const frule = failureRuleOf(o.frule);
-            const d = memory.recordFailure(o.key, frule);
-            expect(await redis.recordFailure(o.key, frule)).toEqual(d);
+            const key = keyOf(o.key, 'failures');
+            const d = memory.recordFailure(key, frule);
+            expect(await redis.recordFailure(key, frule)).toEqual(d);
             failureBounded(d, frule);
             break;
           }
           case 'success': {
             const frule = failureRuleOf(o.frule);
-            const d = memory.recordSuccess(o.key, frule);
-            expect(await redis.recordSuccess(o.key, frule)).toEqual(d);
+            const key = keyOf(o.key, 'failures');
+            const d = memory.recordSuccess(key, frule);
+            expect(await redis.recordSuccess(key, frule)).toEqual(d);
             failureBounded(d, frule);
             break;
           }
           case 'delete':
-            await redis.delete(o.key);
-            memory.delete(o.key);
-            consumed.delete(o.key);
+            for (const key of new Set(kinds.map((kind) => keyOf(o.key, kind)))) {
+              await redis.delete(key);
+              memory.delete(key);
+              consumed.delete(key);
+            }
+            break;
+          case 'again':
             break;
         }
       }
     } finally {
-      redis.close();
+      for (const store of stores) {
+        const deny = store.localDeny;
+        if (deny !== false) answered += deny.answered;
+        store.close();
+      }
       memory.close();
       await deletePrefix(client.sendCommand, prefix);
     }
   }
 
-  it('every decision is identical, field for field', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.tuple(
-          windowRule('fixed-window'),
-          windowRule('sliding-window'),
-          windowRule('token-bucket'),
-        ),
-        failureRule,
-        fc.array(op, { minLength: 1, maxLength: 40 }),
-        (rules, frule, ops) => run(rules, [frule], ops),
-      ),
-      { numRuns: Number(process.env.EQUIV_RUNS ?? 300) },
-    );
-  });
+  const runs = Number(process.env.EQUIV_RUNS ?? 300);
+  // Every mode gets the full number of runs with the deny table on; two processes cost twice the
+  // round trips, so they get half of them.
+  const modes: [Mode, string, number][] = [
+    ['off', 'local deny table off', runs],
+    ['on', 'local deny table on', runs],
+    ['two', 'two processes, deny tables and subscribers', Math.max(1, Math.ceil(runs / 2))],
+  ];
 
-  it('every decision is identical when a key meets a second rule of its kind (reconfigure)', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.tuple(
-          windowRule('fixed-window'),
-          windowRule('sliding-window'),
-          windowRule('token-bucket'),
-          windowRule('fixed-window'),
-          windowRule('sliding-window'),
-          windowRule('token-bucket'),
+  describe.each(modes)('%s: %s', (mode, _, numRuns) => {
+    beforeAll(() => {
+      answered = 0;
+    });
+    afterAll(() => {
+      // The deny table answered locally in these runs (else the property proves nothing about it).
+      if (mode === 'off') expect(answered).toBe(0);
+      else if (numRuns >= 30) expect(answered).toBeGreaterThan(numRuns / 10);
+    });
+
+    it('every decision is identical, field for field', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.tuple(
+            windowRule('fixed-window'),
+            windowRule('sliding-window'),
+            windowRule('token-bucket'),
+          ),
+          failureRule,
+          fc.array(op, { minLength: 1, maxLength: 40 }),
+          fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
+          (rules, frule, ops, via) => run(mode, rules, [frule], ops, via),
         ),
-        fc.tuple(failureRule, failureRule),
-        fc.array(op, { minLength: 1, maxLength: 40 }),
-        (rules, frules, ops) => run(rules, frules, ops),
-      ),
-      { numRuns: Number(process.env.EQUIV_RUNS ?? 300) },
+        { numRuns },
+      );
+    });
+
+    // Two rules of a kind on one key from two processes is a limit reconfigured in one process
+    // and not yet in the other: bounded by maxStaleMs, not exact (tested in local-deny.test.ts).
+    it.skipIf(mode === 'two')(
+      'every decision is identical when a key meets a second rule of its kind (reconfigure)',
+      async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.tuple(
+              windowRule('fixed-window'),
+              windowRule('sliding-window'),
+              windowRule('token-bucket'),
+              windowRule('fixed-window'),
+              windowRule('sliding-window'),
+              windowRule('token-bucket'),
+            ),
+            fc.tuple(failureRule, failureRule),
+            fc.array(op, { minLength: 1, maxLength: 40 }),
+            fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
+            (rules, frules, ops, via) => run(mode, rules, frules, ops, via),
+          ),
+          { numRuns },
+        );
+      },
     );
   });
 });

@@ -4,8 +4,11 @@
  * @packageDocumentation
  */
 export {
+  type LocalDenyOptions,
   type OnError,
   RedisStore,
   type RedisStoreOptions,
   type SendCommand,
+  type Subscribe,
+  type Unsubscribe,
 } from './redis-store.js';

@@ -19,6 +19,7 @@ import {
   type Timers,
   type WindowRule,
 } from '@portcullis/core';
+import { LocalDeny, type LocalDenyOptions } from './local-deny.js';
 import { plainObject, string } from './options.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 
@@ -45,6 +46,23 @@ export type SendCommand = (args: string[], key: string | undefined) => Promise<u
  * comes back without the lockout (restarted empty, failed over to a stale replica).
  */
 export type OnError = 'fallback' | 'open' | 'closed';
+
+/** Stops a subscription made by {@link Subscribe}; `close()` calls it. */
+export type Unsubscribe = () => unknown;
+
+/**
+ * Subscribes a connection OF ITS OWN (a subscribed Redis connection can send nothing else) to
+ * `channel` and calls `onMessage` with each message's text. Called once, by the constructor. When
+ * it returns (or resolves to) a function, `close()` calls it to unsubscribe and disconnect.
+ *
+ * - ioredis / iovalkey:
+ *   `(channel, onMessage) => { const sub = redis.duplicate(); sub.on('message', (ch, m) => ch === channel && onMessage(m)); sub.subscribe(channel); return () => sub.disconnect(); }`
+ * - node-redis: `async (channel, onMessage) => { const sub = await client.duplicate().connect(); await sub.subscribe(channel, onMessage); return () => sub.destroy(); }`
+ * - ioredis Cluster: the same with `cluster.duplicate()` (classic pub/sub reaches every node).
+ */
+export type Subscribe = (channel: string, onMessage: (message: string) => void) => unknown;
+
+export type { LocalDenyOptions } from './local-deny.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -81,6 +99,22 @@ export interface RedisStoreOptions {
    */
   clock?: Clock;
   /**
+   * The local deny table: a refusal Redis answered that holds for every later call until a known
+   * instant (an active lockout, a fixed window with nothing left, a sliding window blocked for a
+   * unit call) is answered by this process, without Redis, until then, with the numbers Redis
+   * would give, for at most `maxStaleMs` from the moment Redis decided. `false` turns it off;
+   * `true` is `{}`. See the README, "Local deny table", for the staleness bound.
+   * @default { maxEntries: 10000, maxStaleMs: 1000 }
+   */
+  localDeny?: boolean | LocalDenyOptions;
+  /**
+   * Subscribes a connection of its own to the invalidation channel (`<prefix>deny-invalidations`),
+   * so that a reset (`delete`) or a refund that reopens a window in any process ends this process's
+   * local refusal at once. Without it, such a change made elsewhere reaches this process within
+   * `localDeny.maxStaleMs`. See {@link Subscribe} for the one-liners.
+   */
+  subscribe?: Subscribe;
+  /**
    * Timers for the `timeoutMs` race and the fallback store's sweep. By default the race uses a
    * ref'ed timer, alive only while a call is pending, and the sweep an `unref()`ed one.
    * @default the system timers
@@ -100,7 +134,33 @@ const spec = {
   logger: methodsOption<Logger>('warn', 'error'),
   clock: methodsOption<Clock>('now'),
   timers: methodsOption<Timers>('setTimeout', 'clearTimeout'),
+  localDeny: (value: unknown, fail: (expected: string) => never) =>
+    typeof value === 'boolean'
+      ? value
+      : plainObject<LocalDenyOptions>()(value, () => fail('a boolean or an object')),
+  subscribe: functionOption,
 };
+
+const localDenySpec = {
+  maxEntries: integerOption(1, 16_777_216),
+  maxStaleMs: integerOption(1, 315_360_000_000),
+};
+
+/** Rewrites a nested option's config error so that it names `<parent>.<option>`. */
+function nested<T>(parent: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof PortcullisConfigError) {
+      throw new PortcullisConfigError(
+        error.code,
+        `${parent}.${error.option}`,
+        `${WHERE}: ${parent}: ${error.message}`,
+      );
+    }
+    throw error;
+  }
+}
 
 /** The error a decision gets when Redis did not answer within `timeoutMs`. */
 class RedisTimeoutError extends Error {
@@ -193,10 +253,17 @@ function failureReplyValid(reply: unknown, rule: FailureRule, op: FailureOp): re
 
 const isPong = (reply: unknown): reply is 'PONG' => String(reply) === 'PONG';
 
-/** A refund answers 1 when it gave something back, else 0. */
-const isRefundReply = (reply: unknown): reply is 0 | 1 => reply === 0 || reply === 1;
+/**
+ * A refund answers 1 when it gave something back, 2 when it gave back to a window that refused a
+ * unit call just before (other processes may hold that refusal), else 0.
+ */
+const isRefundReply = (reply: unknown): reply is 0 | 1 | 2 =>
+  reply === 0 || reply === 1 || reply === 2;
 
 const isDelReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
+
+/** How many of the oldest seen lockouts a full table looks at to pick the one to forget. */
+const SEEN_SAMPLE = 64;
 
 /** A lockout this process has seen, in its own clock; `writeBack` when the fallback started it. */
 interface SeenLockout {
@@ -280,6 +347,16 @@ export class RedisStore implements Store {
   /** The error of an outage whose first degraded decision is not yet published. */
   #unannounced: { error: unknown } | undefined;
   #closed = false;
+  /** Refusals answered locally (undefined: `localDeny: false`). */
+  readonly #deny: LocalDeny | undefined;
+  /**
+   * Bumped by every reset, refund and invalidation this process sees: a reply to a call sent
+   * before one of them may predate it, so it teaches the deny table nothing.
+   */
+  #epoch = 0;
+  /** Where resets and reopening refunds are published. */
+  readonly #channel: string;
+  #unsubscribe: Unsubscribe | undefined;
 
   /**
    * @param options see {@link RedisStoreOptions}
@@ -313,6 +390,68 @@ export class RedisStore implements Store {
       throw error;
     }
     this.#seenMax = this.#local.maxEntries;
+    const deny = o.localDeny ?? true;
+    if (deny !== false) {
+      const d = nested('localDeny', () =>
+        parseOptions(deny === true ? {} : deny, localDenySpec, `${WHERE}.localDeny`),
+      );
+      this.#deny = new LocalDeny(d.maxEntries ?? 10_000, d.maxStaleMs ?? 1000);
+    }
+    this.#channel = `${this.#prefix}deny-invalidations`;
+    if (o.subscribe !== undefined) this.#subscribe(o.subscribe as Subscribe);
+  }
+
+  /** Calls `subscribe` once; a failure to subscribe is logged (entries stay bounded by maxStaleMs). */
+  #subscribe(subscribe: Subscribe): void {
+    const onMessage = (message: unknown) => this.#invalidate(String(message));
+    const failed = (error: unknown) => {
+      const text = error instanceof Error ? error.message : String(error);
+      this.#logger?.warn(
+        { code: 'PORTCULLIS_SUBSCRIBE_FAILED', store: WHERE, channel: this.#channel, err: error },
+        `${WHERE}: subscribe to ${this.#channel} failed (${text}); resets made in other processes reach this one within localDeny.maxStaleMs`,
+      );
+    };
+    const keep = (value: unknown) => {
+      if (typeof value !== 'function') return;
+      if (this.#closed) this.#stopSubscription(value as Unsubscribe);
+      else this.#unsubscribe = value as Unsubscribe;
+    };
+    try {
+      const result = subscribe(this.#channel, onMessage);
+      if (result !== null && typeof (result as Promise<unknown>)?.then === 'function')
+        (result as Promise<unknown>).then(keep, failed);
+      else keep(result);
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  #stopSubscription(stop: Unsubscribe): void {
+    try {
+      const done = stop();
+      if (done !== null && typeof (done as Promise<unknown>)?.then === 'function')
+        (done as Promise<unknown>).then(undefined, () => {});
+    } catch {
+      // The subscriber connection is going away anyway.
+    }
+  }
+
+  /**
+   * A reset or a reopening refund made anywhere: this process forgets what it held for `key` (its
+   * local refusal, the lockout it saw, the fallback's copy) and what is in flight teaches nothing.
+   */
+  #invalidate(key: string): void {
+    this.#epoch++;
+    this.#deny?.delete(key);
+    if (this.#seen.size > 0) this.#seen.delete(key);
+    this.#local.delete(key);
+  }
+
+  /** Tells every process (through the subscribers) to forget its local refusal of `key`. */
+  #publish(key: string): Promise<unknown> {
+    const redisKey = this.#prefix + key;
+    // Classic PUBLISH reaches every node of a Cluster; the key lets a routing client pick its node.
+    return this.#call(['PUBLISH', this.#channel, key], redisKey);
   }
 
   /** The key prefix in use. */
@@ -325,6 +464,23 @@ export class RedisStore implements Store {
     return this.#policy;
   }
 
+  /**
+   * The local deny table's settings and counts (`entries` held now, `answered` calls answered
+   * without Redis since the store was made), or `false` when `localDeny` is off.
+   */
+  get localDeny():
+    | false
+    | { maxEntries: number; maxStaleMs: number; entries: number; answered: number } {
+    const d = this.#deny;
+    if (d === undefined) return false;
+    return {
+      maxEntries: d.maxEntries,
+      maxStaleMs: d.maxStaleMs,
+      entries: d.size,
+      answered: d.answered,
+    };
+  }
+
   /** Whether the store currently considers Redis unavailable (decisions go to `onError`). */
   get degraded(): boolean {
     return this.#down;
@@ -334,6 +490,10 @@ export class RedisStore implements Store {
   consume(key: string, rule: WindowRule, cost: number): Promise<Decision> {
     if (!this.#available())
       return Promise.resolve(this.#windowFallback(key, rule, cost, undefined));
+    const now = this.#clock.now();
+    const denied = this.#deny?.window(key, rule, cost, now);
+    if (denied !== undefined) return Promise.resolve(denied);
+    const epoch = this.#epoch;
     const args = this.#args(
       key,
       CONSUME[rule.algorithm],
@@ -342,7 +502,7 @@ export class RedisStore implements Store {
       String(cost),
     );
     return this.#script(args, (r) => windowReplyValid(r, rule, false)).then(
-      (reply) => this.#windowDecision(reply, rule, key),
+      (reply) => this.#windowDecision(reply, rule, key, cost, now, epoch),
       (error: unknown) => this.#windowFallback(key, rule, cost, error),
     );
   }
@@ -351,6 +511,10 @@ export class RedisStore implements Store {
   peek(key: string, rule: WindowRule): Promise<Decision> {
     if (!this.#available())
       return Promise.resolve(this.#windowFallback(key, rule, undefined, undefined));
+    const now = this.#clock.now();
+    const denied = this.#deny?.window(key, rule, undefined, now);
+    if (denied !== undefined) return Promise.resolve(denied);
+    const epoch = this.#epoch;
     const args = this.#args(
       key,
       PEEK[rule.algorithm],
@@ -359,7 +523,7 @@ export class RedisStore implements Store {
       '1',
     );
     return this.#script(args, (r) => windowReplyValid(r, rule, true)).then(
-      (reply) => this.#windowDecision(reply, rule, key),
+      (reply) => this.#windowDecision(reply, rule, key, undefined, now, epoch),
       (error: unknown) => this.#windowFallback(key, rule, undefined, error),
     );
   }
@@ -374,6 +538,9 @@ export class RedisStore implements Store {
    * among an outage's degraded decisions. It changes no lockout, seen or not.
    */
   refund(key: string, rule: WindowRule, cost: number, agoMs: number): Promise<void> {
+    // It may reopen the window: this process stops answering it locally at once.
+    this.#epoch++;
+    this.#deny?.delete(key);
     if (!this.#available()) {
       this.#refundFallback(key, rule, cost, agoMs, undefined);
       return Promise.resolve();
@@ -387,8 +554,14 @@ export class RedisStore implements Store {
       String(agoMs),
     );
     return this.#script(args, isRefundReply).then(
-      () => {
+      (given) => {
         if (this.#down) this.#up();
+        // The window refused a unit call before: other processes may hold that refusal.
+        if (given !== 2) return undefined;
+        return this.#publish(key).then(
+          () => undefined,
+          (error: unknown) => this.#fail(error),
+        );
       },
       (error: unknown) => this.#refundFallback(key, rule, cost, agoMs, error),
     );
@@ -419,11 +592,16 @@ export class RedisStore implements Store {
    * until its TTL.
    */
   delete(key: string): Promise<void> {
-    this.#local.delete(key);
-    this.#seen.delete(key);
+    this.#invalidate(key);
     if (!this.#available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
-    return this.#deadline(() => this.#call(['DEL', redisKey], redisKey), isDelReply).then(
+    // DEL then PUBLISH, pipelined on the connection: every process forgets its local copy.
+    const del = () => {
+      const deleted = this.#call(['DEL', redisKey], redisKey);
+      const published = this.#publish(key);
+      return Promise.all([deleted, published]).then(([reply]) => reply);
+    };
+    return this.#deadline(del, isDelReply).then(
       () => this.#up(),
       (error: unknown) => this.#fail(error),
     );
@@ -462,10 +640,20 @@ export class RedisStore implements Store {
     this.#closed = true;
     this.#local.close();
     this.#seen.clear();
+    this.#deny?.clear();
+    const stop = this.#unsubscribe;
+    this.#unsubscribe = undefined;
+    if (stop !== undefined) this.#stopSubscription(stop);
   }
 
   #failure(key: string, rule: FailureRule, op: 'k' | 'r' | 's'): Promise<FailureDecision> {
     if (!this.#available()) return Promise.resolve(this.#failureFallback(key, rule, op, undefined));
+    const from = this.#clock.now();
+    // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
+    // nothing, so every operation gets the same answer Redis would give.
+    const denied = this.#deny?.failure(key, rule, from);
+    if (denied !== undefined) return Promise.resolve(denied);
+    const epoch = this.#epoch;
     // During a lockout this process has seen, a failure counts nothing and a success clears
     // nothing, even in a Redis that lost the lockout: Redis is only asked for its state.
     const sent = op !== 'k' && this.#seenLeft(key, rule, this.#clock.now()) > 0 ? 'k' : op;
@@ -477,7 +665,15 @@ export class RedisStore implements Store {
       String(rule.lockoutMs),
     );
     return this.#script(args, (r) => failureReplyValid(r, rule, sent)).then(
-      (reply) => this.#failureDecision(reply, rule, key, op),
+      (reply) => {
+        const d = this.#failureDecision(reply, rule, key, op);
+        const deny = this.#deny;
+        if (deny !== undefined) {
+          if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
+          else deny.delete(key);
+        }
+        return d;
+      },
       (error: unknown) => this.#failureFallback(key, rule, op, error),
     );
   }
@@ -524,7 +720,11 @@ export class RedisStore implements Store {
 
   /**
    * Remembers a lockout until `until` (this process's clock). The table holds at most `seenMax`
-   * lockouts: when full, ended ones go first, then the one ending soonest.
+   * lockouts: when full, an ended one goes first, else the one ending soonest among the
+   * {@link SEEN_SAMPLE} remembered longest ago (lockouts of one rule end in the order they were
+   * seen, so that is the one ending soonest of all; the bounded look keeps a flood of distinct
+   * lockouts at constant cost per lockout). A lockout ending before every one looked at is not
+   * remembered.
    */
   #remember(key: string, until: number, writeBack: FailureRule | undefined): void {
     const known = this.#seen.get(key);
@@ -537,15 +737,21 @@ export class RedisStore implements Store {
       const now = this.#clock.now();
       let soonestKey: string | undefined;
       let soonest = Number.POSITIVE_INFINITY;
+      let looked = 0;
       for (const [k, v] of this.#seen) {
-        if (v.until <= now) this.#seen.delete(k);
-        else if (v.until < soonest) {
+        if (v.until <= now) {
+          soonestKey = k;
+          soonest = v.until;
+          break;
+        }
+        if (v.until < soonest) {
           soonest = v.until;
           soonestKey = k;
         }
+        if (++looked >= SEEN_SAMPLE) break;
       }
-      if (this.#seen.size >= this.#seenMax && soonestKey !== undefined) {
-        if (soonest >= until) return;
+      if (soonestKey !== undefined) {
+        if (soonest > now && soonest >= until) return;
         this.#seen.delete(soonestKey);
       }
     }
@@ -667,11 +873,27 @@ export class RedisStore implements Store {
     });
   }
 
-  /** A (validated) window reply; the key's algorithm is Redis', so a lockout seen under it is gone. */
-  #windowDecision(reply: ScriptReply, rule: WindowRule, key: string): Decision {
+  /**
+   * A (validated) window reply to a call of `cost` (undefined: a peek) sent at `from`; the key's
+   * algorithm is Redis', so a lockout seen under it is gone.
+   */
+  #windowDecision(
+    reply: ScriptReply,
+    rule: WindowRule,
+    key: string,
+    cost: number | undefined,
+    from: number,
+    epoch: number,
+  ): Decision {
     // The script deletes a value of another kind, as MemoryStore does: forget the lockout too.
     if (this.#seen.size > 0) this.#seen.delete(key);
-    return this.#decision(reply, rule.limit, key, 'limited');
+    const d = this.#decision(reply, rule.limit, key, 'limited');
+    const deny = this.#deny;
+    if (deny !== undefined) {
+      if (epoch === this.#epoch) deny.learnWindow(key, rule, cost, d, from);
+      else deny.delete(key);
+    }
+    return d;
   }
 
   #decision(

@@ -34,7 +34,9 @@ import { createHash } from 'node:crypto';
  *
  * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`. A `w`
  * replies the lockout now in force (the longer of Redis' own and the one written back). A refund
- * (`g…`) replies the integer 1 when it gave something back, else 0.
+ * (`g…`) replies the integer 1 when it gave something back, 2 when it gave back to a window that
+ * refused a unit call just before (another process may hold that refusal in its local deny table,
+ * so the store publishes an invalidation), else 0.
  */
 export const SCRIPT = `
 local key = KEYS[1]
@@ -160,11 +162,16 @@ if refund then
     -- Only the window in force, and only when it started at or before the units were spent.
     if now < start + w and not (now - start < ago) then
       local left = max(0, count - cost)
-      if left ~= count then count, given = left, 1 end
+      if left ~= count then
+        -- 2: the window had nothing left, so other processes may hold its refusal locally.
+        given = 1
+        if count >= tonumber(ARGV[2]) then given = 2 end
+        count = left
+      end
     end
     if clamped then
       save(spack('>c1ddd', 'F', exp, start, count), exp)
-    elseif given == 1 then
+    elseif given ~= 0 then
       -- The window and its expiry stand, only the count (bytes 18–25) changes.
       redis.call('SETRANGE', key, 17, spack('>d', count))
     end
@@ -185,6 +192,8 @@ if refund then
     end
     local elapsed = now - start
     local given = 0
+    -- A unit call was refused before this refund (2, as for the fixed window).
+    local blocked = prev * (w - elapsed) + curr * w + w > tonumber(ARGV[2]) * w
     if elapsed >= ago then
       local left = max(0, curr - cost)
       if left ~= curr then curr, given = left, 1 end
@@ -195,6 +204,7 @@ if refund then
     if moved or given == 1 or exp ~= start + 2 * w then
       save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
     end
+    if given == 1 and blocked then return 2 end
     return given
   end
   if kind ~= 'T' or #raw ~= 25 then return 0 end

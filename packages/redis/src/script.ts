@@ -17,7 +17,8 @@ import { createHash } from 'node:crypto';
  *          ARGV[5] agoMs (how long ago the units were spent), so its time argument is ARGV[6].
  * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs.
  * ARGV[5]  (a refund's ARGV[6]) absent: read the Redis server clock (`TIME`), the normal case;
- *          else now in ms (tests).
+ *          else now in ms (tests). A check (`k`) or success (`s`) on an absent key answers a clean
+ *          slate from its `GET` alone, before the clock is read.
  *
  * Clock steps: state stamped in the future (a window start, a bucket's last refill, a failure
  * time, a lockout end beyond now + lockoutMs) is clamped to now, exactly as the core algorithms'
@@ -45,6 +46,13 @@ local refund = code == 'gf' or code == 'gs' or code == 'gt'
 local at = 5
 if refund then at = 6 end
 local clocked = ARGV[at] ~= nil
+-- A failure check or success on an absent key (every clean client's login) is answered from the
+-- GET alone: nothing is stored, nothing to compare with the clock, so no TIME is read.
+local early
+if code == 'k' or code == 's' then
+  early = redis.call('GET', key)
+  if not early then return { 1, tonumber(ARGV[2]), 0, 0, 0 } end
+end
 local now
 if clocked then
   now = tonumber(ARGV[at])
@@ -111,8 +119,8 @@ local spack, sunpack = struct.pack, struct.unpack
 
 -- The stored value when it is of this kind and still live (now < expiresAt), else nil. A value of
 -- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way.
-local function load(kind, size)
-  local raw = redis.call('GET', key)
+local function load(kind, size, fetched)
+  local raw = fetched or redis.call('GET', key)
   if not raw then return nil end
   if string.sub(raw, 1, 1) ~= kind or (size and #raw ~= size) then
     redis.call('DEL', key)
@@ -349,7 +357,7 @@ end
 local maxAttempts = tonumber(ARGV[2])
 local w = tonumber(ARGV[3])
 local lockoutMs = tonumber(ARGV[4])
-local raw = load('L', nil)
+local raw = load('L', nil, early)
 local lockedUntil = 0
 local log = {}
 -- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most

@@ -3,21 +3,25 @@
 // trusted proxy), with a hand-written minimal check, with refused upgrades (429 during a lockout,
 // 401 for wrong credentials), and of a first-frame protocol without and with `createConnectAuth`.
 // Each server runs in its own child process (bench/ws/servers.mjs) so its CPU time can be
-// measured alone; this process is the load generator: N `ws` clients on 127.0.0.1 that each
-// connect, wait for open (first-frame variants: send the hello and wait for the ok), close and
-// wait for the close, in a closed loop. The variants' runs are interleaved in short cycles in
-// alternating order, with fresh server processes each round, as in bench/http. See bench/README.md.
+// measured alone; this process is the load generator: N clients on 127.0.0.1 that each connect,
+// wait for the 101 (first-frame variants: send the hello and wait for the ok), close and wait for
+// the server's close, in a closed loop. The variants' runs are interleaved in short cycles in
+// alternating order, with fresh server processes each round, as in bench/http. At the end the
+// servers' `upgrade` listeners are also timed in isolation (listener.mjs). See bench/README.md.
 //
 //   npm run build && node bench/ws/run.mjs
 //
 // Environment: BENCH_WS_SECONDS (1) per run, BENCH_WS_SLICES (4 cycles per round),
 // BENCH_WS_ROUNDS (3: fresh server processes each), BENCH_WS_WARMUP (1 s per server process),
-// BENCH_WS_CLIENTS (16 concurrent clients), BENCH_WS_CLIENT (ws: the `ws` client; raw: a
-// hand-framed TCP client, raw-client.mjs, light enough that the server sets the pace), BENCH_WS_VARIANTS (bare,guard,guard-proxy,hand-proxy,
-// refused-429,refused-401,hand-401,frame,connect,connect-proxy), BENCH_WS_PIN (0 = no taskset
-// pinning), BENCH_WS_MAX_OTHER (15: % of a core other programs may take during a run before it is
-// repeated), BENCH_WS_RETRIES (2), BENCH_WS_PROF (a directory: the server children run with
-// --cpu-prof and write their profiles there), BENCH_JSON (write the report there).
+// BENCH_WS_CLIENTS (16 concurrent clients), BENCH_WS_CLIENT (raw: a hand-framed TCP client,
+// raw-client.mjs, light enough that the server sets the pace; ws: the `ws` client, which here
+// takes a whole core before the server does), BENCH_WS_VARIANTS (bare,guard,guard-proxy,
+// hand-proxy,refused-429,refused-401,frame,connect; also hand-401, connect-proxy), BENCH_WS_PIN
+// (0 = no taskset pinning), BENCH_WS_MAX_OTHER (15: % of a core other programs may take during a
+// run before it is repeated), BENCH_WS_RETRIES (2), BENCH_WS_PROF (a directory: the server
+// children run with --cpu-prof and write their profiles there), BENCH_WS_LISTENER_N (50 000) and
+// BENCH_WS_LISTENER_ROUNDS (7; 0 skips the isolated listener timing), BENCH_JSON (write the report
+// there), BENCH_CHARTS (directory of the chart ws.svg, default bench/charts; 0: no chart).
 import { existsSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +35,7 @@ import {
   startChild,
   stopChild,
 } from '../lib/child.mjs';
+import { measureListeners } from './listener.mjs';
 import { rawHandshake } from './raw-client.mjs';
 import { hello, LOCKED, OK_FRAME, REMOTE, TOKEN, WRONG } from './servers.mjs';
 
@@ -42,7 +47,7 @@ const SLICES = Number(env.BENCH_WS_SLICES ?? 4);
 const ROUNDS = Number(env.BENCH_WS_ROUNDS ?? 3);
 const WARMUP = Number(env.BENCH_WS_WARMUP ?? 1);
 const CLIENTS = Number(env.BENCH_WS_CLIENTS ?? 16);
-const CLIENT = env.BENCH_WS_CLIENT ?? 'ws';
+const CLIENT = env.BENCH_WS_CLIENT ?? 'raw';
 if (CLIENT !== 'ws' && CLIENT !== 'raw')
   throw new Error(`BENCH_WS_CLIENT: ws or raw, not ${CLIENT}`);
 const ALL = [
@@ -57,7 +62,10 @@ const ALL = [
   'connect',
   'connect-proxy',
 ];
-const VARIANTS = (env.BENCH_WS_VARIANTS ?? ALL.join(',')).split(',');
+const DEFAULT_VARIANTS = ALL.filter((v) => v !== 'hand-401' && v !== 'connect-proxy');
+const VARIANTS = (env.BENCH_WS_VARIANTS ?? DEFAULT_VARIANTS.join(',')).split(',');
+const LISTENER_N = Number(env.BENCH_WS_LISTENER_N ?? 50_000);
+const LISTENER_ROUNDS = Number(env.BENCH_WS_LISTENER_ROUNDS ?? 7);
 for (const v of VARIANTS) if (!ALL.includes(v)) throw new Error(`BENCH_WS_VARIANTS: unknown ${v}`);
 const PROF = env.BENCH_WS_PROF;
 const MAX_OTHER = Number(env.BENCH_WS_MAX_OTHER ?? 15);
@@ -153,6 +161,7 @@ const SPEC = {
 
 /** Issue 14's target: right credentials cost at most 5 % of the handshakes a bare server completes. */
 const TARGET_PCT = 5;
+const CASE_ACCEPTED = (x) => SPEC[x.variant].expect === 101;
 /** What a refused upgrade is compared with: the accepted one of the same client and guard. */
 const ACCEPTED_TWIN = { 'refused-429': 'guard-proxy', 'refused-401': 'guard-proxy' };
 
@@ -210,7 +219,7 @@ function handshake(url, spec) {
  * over IPC before and after.
  */
 async function measure(server, spec, seconds) {
-  const before = cpuMicros(await request(server.child, 'cpu', 'cpu'));
+  const before = await request(server.child, 'cpu', 'cpu');
   const self0 = cpuMicros(process.cpuUsage());
   const machine0 = machineBusyMicros();
   const t0 = performance.now();
@@ -230,11 +239,14 @@ async function measure(server, spec, seconds) {
   const wallUs = (performance.now() - t0) * 1000;
   const machine1 = machineBusyMicros();
   const self = cpuMicros(process.cpuUsage()) - self0;
-  const after = cpuMicros(await request(server.child, 'cpu', 'cpu'));
-  const cpuUs = after - before;
+  const after = await request(server.child, 'cpu', 'cpu');
+  const cpuUs = cpuMicros(after) - cpuMicros(before);
   return {
     ups: done / (wallUs / 1e6),
     cpuUsPerUpgrade: cpuUs / done,
+    // User time alone: what the server's JavaScript (Portcullis included) and V8 spent, without
+    // the kernel's TCP work, part of which is charged to whichever process the softirq interrupts.
+    userUsPerUpgrade: (after.user - before.user) / done,
     // Server CPU per wall second: near 100 % means the server, not the load generator, is the limit.
     serverCpuPct: (cpuUs / wallUs) * 100,
     clientCpuPct: (self / wallUs) * 100,
@@ -282,7 +294,7 @@ async function oneRound(round) {
         const run = await load(servers[variant], SPEC[variant], SECONDS);
         slices[variant].push(run);
         process.stderr.write(
-          `  round ${round + 1}/${ROUNDS} cycle ${cycle + 1}/${SLICES} ${variant.padEnd(13)} ${run.ups.toFixed(0).padStart(6)} upgrades/s ${run.cpuUsPerUpgrade.toFixed(1).padStart(6)} µs CPU/upgrade (server ${run.serverCpuPct.toFixed(0)} %, client ${run.clientCpuPct.toFixed(0)} %, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
+          `  round ${round + 1}/${ROUNDS} cycle ${cycle + 1}/${SLICES} ${variant.padEnd(13)} ${run.ups.toFixed(0).padStart(6)} upgrades/s ${run.cpuUsPerUpgrade.toFixed(1).padStart(6)} µs CPU/upgrade (user ${run.userUsPerUpgrade.toFixed(1)}; server ${run.serverCpuPct.toFixed(0)} %, client ${run.clientCpuPct.toFixed(0)} %, others ${run.otherCpuPct?.toFixed(0) ?? '?'} %${run.attempts > 1 ? `, attempt ${run.attempts}` : ''})\n`,
         );
       }
     }
@@ -328,6 +340,8 @@ function summarise(rounds) {
         xs[0].otherCpuPct === undefined ? undefined : median(xs.map((x) => x.otherCpuPct)),
       upsRatio,
       cpuRatio: ratio(rounds, variant, spec.twin, 'cpuUsPerUpgrade'),
+      userUsPerUpgrade: median(xs.map((x) => x.userUsPerUpgrade)),
+      userRatio: ratio(rounds, variant, spec.twin, 'userUsPerUpgrade'),
       costPct: upsRatio === undefined ? undefined : (1 - upsRatio) * 100,
       acceptedTwin: accepted,
       cpuRatioToAccepted: accepted && ratio(rounds, variant, accepted, 'cpuUsPerUpgrade'),
@@ -345,6 +359,7 @@ function summarise(rounds) {
       runs: xs.map((x) => ({
         ups: Math.round(x.ups),
         cpuUsPerUpgrade: Number(x.cpuUsPerUpgrade.toFixed(2)),
+        userUsPerUpgrade: Number(x.userUsPerUpgrade.toFixed(2)),
         serverCpuPct: Math.round(x.serverCpuPct),
         clientCpuPct: Math.round(x.clientCpuPct),
         otherCpuPct: x.otherCpuPct === undefined ? null : Math.round(x.otherCpuPct),
@@ -365,6 +380,8 @@ function printTable(rows) {
     'cost %',
     'CPU µs/upgrade',
     'ratio',
+    'user µs',
+    'ratio',
     'srv CPU',
     'client',
     'others',
@@ -378,6 +395,8 @@ function printTable(rows) {
     r.variant === r.twin ? '—' : fmt(r.costPct, 1),
     fmt(r.cpuUsPerUpgrade, 1),
     r.variant === r.twin ? '—' : fmt(r.cpuRatio, 3),
+    fmt(r.userUsPerUpgrade, 1),
+    r.variant === r.twin ? '—' : fmt(r.userRatio, 3),
     `${r.serverCpuPct.toFixed(0)} %`,
     `${r.clientCpuPct.toFixed(0)} %`,
     r.otherCpuPct === undefined ? '—' : `${r.otherCpuPct.toFixed(0)} %`,
@@ -394,7 +413,7 @@ function printTable(rows) {
 }
 
 /** The chart writer's shape (bench/chart.mjs): one entry per figure, one row per contender. */
-function scenarios(rows) {
+function scenarios(rows, isolated) {
   const measured = (pick) => rows.filter(pick);
   const row = (r, value) => ({ contender: r.name, value, isPortcullis: r.isPortcullis });
   const out = [];
@@ -434,6 +453,19 @@ function scenarios(rows) {
     higherIsBetter: false,
     rows: rows.map((r) => row(r, Number(r.cpuUsPerUpgrade.toFixed(1)))),
   });
+  if (isolated.length > 0)
+    out.push({
+      name: 'the upgrade listener alone: µs added over the bare listener (isolated, no I/O)',
+      unit: 'µs',
+      higherIsBetter: false,
+      rows: isolated
+        .filter((x) => x.variant !== 'bare')
+        .map((x) => ({
+          contender: SPEC[x.variant].label,
+          value: Number((x.addedNs / 1000).toFixed(2)),
+          isPortcullis: SPEC[x.variant].portcullis,
+        })),
+    });
   const refused = measured((r) => r.cpuRatioToAccepted !== undefined);
   if (refused.length > 0)
     out.push({
@@ -445,12 +477,34 @@ function scenarios(rows) {
   return out;
 }
 
+/**
+ * The servers' `upgrade` listeners timed in isolation (listener.mjs), and what they add as a share
+ * of a bare upgrade's server CPU measured end to end above.
+ */
+async function isolatedListeners(rows) {
+  const bare = rows.find((r) => r.variant === 'bare');
+  const isolated = await measureListeners({ n: LISTENER_N, rounds: LISTENER_ROUNDS });
+  console.log(
+    `\nThe upgrade listener alone (listener.mjs: ${LISTENER_N} calls per sample, median of ${LISTENER_ROUNDS}; fresh request and socket per call, handleUpgrade a no-op):`,
+  );
+  for (const x of isolated) {
+    x.sharePct = bare === undefined ? undefined : (x.addedNs / 1000 / bare.cpuUsPerUpgrade) * 100;
+    console.log(
+      `  ${SPEC[x.variant].label.padEnd(40)} ${(x.nsPerCall / 1000).toFixed(2).padStart(6)} µs per call, ${(x.addedNs / 1000).toFixed(2).padStart(5)} µs over bare` +
+        (x.sharePct === undefined || x.variant === 'bare'
+          ? ''
+          : ` = ${x.sharePct.toFixed(1)} % of a bare upgrade's server CPU (${bare.cpuUsPerUpgrade.toFixed(1)} µs)`),
+    );
+  }
+  return isolated;
+}
+
 /** bench/chart.mjs draws the ratio scenarios (after the JSON report is written) when it is there. */
-async function chart(rows) {
+async function chart(rows, isolated) {
   const path = new URL('../chart.mjs', import.meta.url);
   if (!existsSync(path)) return;
   const { writeChartFor } = await import(path.href);
-  const drawn = scenarios(rows).filter((s) => s.unit === '×');
+  const drawn = scenarios(rows, isolated).filter((s) => s.unit === '×' || s.name.includes('alone'));
   if (drawn.length === 0) return;
   writeChartFor('ws', drawn, {
     title: 'bench/ws: server CPU per WebSocket handshake, relative',
@@ -498,6 +552,7 @@ async function main() {
       '\nsrv CPU / client: CPU time per wall second of the server / the load generator; others: CPU taken' +
       '\nmeanwhile by everything else (% of one core, median).',
   );
+  const isolated = LISTENER_ROUNDS > 0 ? await isolatedListeners(rows) : [];
   const verdicts = [];
   for (const r of rows.filter(
     (r) => r.isPortcullis && r.status === 101 && r.costPct !== undefined,
@@ -520,6 +575,19 @@ async function main() {
       `target ${r.variant}: a refused upgrade cheaper than an accepted one; CPU ${r.cpuRatioToAccepted.toFixed(3)}× ${r.acceptedTwin} → ${met ? 'met' : 'NOT met'}`,
     );
   }
+  for (const x of isolated.filter((x) => SPEC[x.variant].portcullis && CASE_ACCEPTED(x))) {
+    if (x.sharePct === undefined) continue;
+    const met = x.sharePct <= TARGET_PCT;
+    verdicts.push({
+      variant: x.variant,
+      target: `listener alone ≤ ${TARGET_PCT} % of a bare upgrade's server CPU`,
+      sharePct: x.sharePct,
+      met,
+    });
+    console.log(
+      `target ${x.variant} (isolated): its listener adds ${(x.addedNs / 1000).toFixed(2)} µs = ${x.sharePct.toFixed(1)} % of a bare upgrade's server CPU → ${met ? 'met' : 'NOT met'}`,
+    );
+  }
   if (env.BENCH_JSON) {
     const report = {
       date: new Date().toISOString(),
@@ -535,13 +603,14 @@ async function main() {
       pinned: PIN,
       maxOtherCpuPct: MAX_OTHER,
       retries: RETRIES,
-      scenarios: scenarios(rows),
+      scenarios: scenarios(rows, isolated),
+      isolated,
       rows,
       targets: verdicts,
     };
     writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
   }
-  await chart(rows);
+  await chart(rows, isolated);
   clearTimeout(guard);
 }
 

@@ -110,7 +110,7 @@ function firstFrame(wss, attempt, refuse) {
   });
 }
 
-async function build(variant, server, wss) {
+export async function build(variant, server, wss) {
   const plainUpgrade = () =>
     server.on('upgrade', (req, socket, head) =>
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)),

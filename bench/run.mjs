@@ -12,6 +12,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const benches = [
   { name: 'core', script: join(here, 'core/run.mjs'), node: ['--expose-gc'] },
   { name: 'http', script: join(here, 'http/run.mjs'), node: [] },
+  { name: 'ws', script: join(here, 'ws/run.mjs'), node: [] },
   { name: 'redis', script: join(here, 'redis/run.mjs'), node: [], optional: true },
 ];
 

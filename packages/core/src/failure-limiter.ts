@@ -2,10 +2,10 @@ import { safeLogger } from './safe-call.js';
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecision } from './events.js';
-import { subnetKey, parseIp, parsedIsLoopback } from './ip.js';
+import { canonicalV4, parseIp, parsedIsLoopback, subnetKey } from './ip.js';
 import { boundedKey } from './keys.js';
 import { claimName, limiterStore } from './limiter-store.js';
-import type { MemoryStore } from './memory-store.js';
+import { type FailureTable, MemoryStore } from './memory-store.js';
 import {
   boolean,
   duration,
@@ -218,13 +218,25 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const raw = typeof subject === 'string' ? subject : subject?.key;
     if (typeof raw !== 'string')
       throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
+    const vouched = typeof subject === 'string' || subject.exempt === true;
+    // The common case, a canonical IPv4 address, is its own key: nothing to parse into or format.
+    const v4 = canonicalV4(raw);
+    if (v4 !== undefined)
+      return { key: raw, exempt: config.exemptLoopback && vouched && v4 >>> 24 === 127 };
     const ip = parseIp(raw);
     if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
-    const vouched = typeof subject === 'string' || subject.exempt === true;
     return {
       key: subnetKey(ip, config.ipv6Subnet),
       exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip),
     };
+  }
+
+  // A private memory store keeps each scope in a table of its own, addressed by the subject alone.
+  const memory = ownStore && store instanceof MemoryStore ? store : undefined;
+
+  /** The table of `scope` in a private memory store (undefined: key by `<scope>:<subject>`). */
+  function tableOf(scope: string): FailureTable | undefined {
+    return memory === undefined ? undefined : memory.failureTable(scope);
   }
 
   function exemptDecision(key: string): Decision {
@@ -279,18 +291,24 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
-    return mapMaybe(store.checkFailures(`${namespace}${sc}:${s.key}`, rule), (d) =>
-      finish(sc, s.key, d),
-    );
+    const t = tableOf(sc);
+    const d =
+      t === undefined
+        ? store.checkFailures(`${namespace}${sc}:${s.key}`, rule)
+        : t.checkFailures(s.key, rule);
+    return mapMaybe(d, (r) => finish(sc, s.key, r));
   }
 
   function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
-    return mapMaybe(store.recordFailure(`${namespace}${sc}:${s.key}`, rule), (d) =>
-      afterFailure(sc, s.key, d),
-    );
+    const t = tableOf(sc);
+    const d =
+      t === undefined
+        ? store.recordFailure(`${namespace}${sc}:${s.key}`, rule)
+        : t.recordFailure(s.key, rule);
+    return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
   }
 
   /**
@@ -302,9 +320,12 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
-    return mapMaybe(store.recordSuccess(`${namespace}${sc}:${s.key}`, rule), (d) =>
-      finish(sc, s.key, d),
-    );
+    const t = tableOf(sc);
+    const d =
+      t === undefined
+        ? store.recordSuccess(`${namespace}${sc}:${s.key}`, rule)
+        : t.recordSuccess(s.key, rule);
+    return mapMaybe(d, (r) => finish(sc, s.key, r));
   }
 
   function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
@@ -319,9 +340,9 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
       0,
       s.key,
     );
-    return mapMaybe(store.delete(`${namespace}${sc}:${s.key}`), () =>
-      config.dryRun ? asDryRun(fresh) : fresh,
-    );
+    const t = tableOf(sc);
+    const gone = t === undefined ? store.delete(`${namespace}${sc}:${s.key}`) : t.delete(s.key);
+    return mapMaybe(gone, () => (config.dryRun ? asDryRun(fresh) : fresh));
   }
 
   function reconfigure(partial: FailureLimiterReconfig): void {

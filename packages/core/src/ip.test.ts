@@ -193,3 +193,54 @@ describe('ipKey (public)', () => {
     expect(() => ipKey('::1', 1.5)).toThrow(PortcullisConfigError);
   });
 });
+
+describe('the IPv4 scanner', () => {
+  // The grammar the scanner replaced: four parts of 0–255, no leading zeros. Kept here as the oracle.
+  const part = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+  const grammar = new RegExp(`^${part}\\.${part}\\.${part}\\.${part}$`);
+  const v4ish = fc
+    .array(fc.constantFrom(...'0123456789.'.split(''), '00', '255', '256', '1', ' ', 'x', ':'), {
+      maxLength: 18,
+    })
+    .map((xs) => xs.join(''));
+
+  it('accepts exactly the canonical dotted quads, and keeps their text', () => {
+    fc.assert(
+      fc.property(fc.oneof(v4ish, fc.ipV4(), fc.ipV4Extended(), fc.string()), (text) => {
+        const parsed = parseIp(text);
+        const canonical = grammar.test(text);
+        if (canonical) {
+          const [a, b, c, d] = text.split('.').map(Number) as [number, number, number, number];
+          expect(parsed).toEqual({ v: 4, n: ((a << 24) | (b << 16) | (c << 8) | d) >>> 0, text });
+          expect(normalizeIp(text)).toBe(text);
+        } else {
+          expect(parsed?.v === 4 && parsed.text !== undefined).toBe(false);
+        }
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it.each([
+    ['0.0.0.0', 0],
+    ['255.255.255.255', 4294967295],
+    ['127.0.0.1', 2130706433],
+  ])('parses %s to %d', (text, n) => {
+    expect(parseIp(text)).toEqual({ v: 4, n, text });
+  });
+
+  it.each([
+    '01.2.3.4',
+    '1.2.3.04',
+    '1.2.3.256',
+    '1.2.3',
+    '1.2.3.4.',
+    '.1.2.3.4',
+    '1..2.3',
+    '1.2.3.4.5',
+    '1.2.3.1000',
+    '١.٢.٣.٤',
+  ])('refuses %s', (text) => {
+    expect(parseIp(text)).toBeUndefined();
+  });
+});

@@ -5,20 +5,49 @@ import { optionErrorCode, PortcullisConfigError } from './errors.js';
  * and every ambiguous spelling (octal, hex, short IPv4) is refused rather than guessed.
  */
 
-/** A parsed address: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups. */
+/**
+ * A parsed address: IPv4 as one 32-bit number, IPv6 as eight 16-bit groups. An IPv4 address that
+ * was written in its canonical form keeps that text, so formatting it allocates nothing.
+ */
 export type ParsedIp =
-  | { readonly v: 4; readonly n: number }
+  | { readonly v: 4; readonly n: number; readonly text: string | undefined }
   | { readonly v: 6; readonly g: readonly number[] };
 
-const V4 =
-  /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
 const MAX_TEXT = 100;
 
+/**
+ * Strict dotted-quad IPv4: four decimal parts of 0–255 without leading zeros, so the only accepted
+ * spelling of an address is its canonical one. A character scan rather than a regular expression:
+ * this runs once per request on the hot path and allocates nothing.
+ */
 function parseV4(text: string): number | undefined {
-  const m = V4.exec(text);
-  if (!m) return undefined;
-  return ((Number(m[1]) << 24) | (Number(m[2]) << 16) | (Number(m[3]) << 8) | Number(m[4])) >>> 0;
+  const len = text.length;
+  if (len < 7 || len > 15) return undefined;
+  let n = 0;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < len; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (digits === 0 || dots === 3) return undefined;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57) {
+      // A second digit after a leading 0 is an octal-looking spelling: refused, never guessed.
+      if (digits === 1 && part === 0) return undefined;
+      part = part * 10 + (c - 48);
+      if (part > 255) return undefined;
+      digits++;
+    } else {
+      return undefined;
+    }
+  }
+  if (dots !== 3 || digits === 0) return undefined;
+  return n * 256 + part;
 }
 
 function parseGroups(part: string, out: number[], allowV4Tail: boolean): boolean {
@@ -61,16 +90,24 @@ function parseV6(text: string): number[] | undefined {
   return [...head, ...new Array<number>(missing).fill(0), ...tail];
 }
 
+/**
+ * The 32-bit value of an IPv4 address written canonically (dotted decimal, no leading zeros), else
+ * undefined; for hot paths that can then use the text itself as the canonical key.
+ */
+export function canonicalV4(text: string): number | undefined {
+  return parseV4(text);
+}
+
 /** Parses a bare IPv4 or IPv6 address (no brackets, no port). IPv4-mapped IPv6 becomes IPv4. */
 export function parseIp(text: string): ParsedIp | undefined {
   if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT) return undefined;
   const v4 = parseV4(text);
-  if (v4 !== undefined) return { v: 4, n: v4 };
+  if (v4 !== undefined) return { v: 4, n: v4, text };
   const g = parseV6(text);
   if (!g) return undefined;
   // ::ffff:0:0/96 decided by bits, so every spelling of a mapped address is the IPv4 client.
   if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
-    return { v: 4, n: (((g[6] as number) << 16) | (g[7] as number)) >>> 0 };
+    return { v: 4, n: (((g[6] as number) << 16) | (g[7] as number)) >>> 0, text: undefined };
   }
   return { v: 6, g };
 }
@@ -107,7 +144,7 @@ function formatV6(g: readonly number[]): string {
 
 /** Formats a parsed address canonically (dotted IPv4; RFC 5952 IPv6). */
 export function formatIp(ip: ParsedIp): string {
-  return ip.v === 4 ? formatV4(ip.n) : formatV6(ip.g);
+  return ip.v === 4 ? (ip.text ?? formatV4(ip.n)) : formatV6(ip.g);
 }
 
 /**

@@ -61,20 +61,64 @@ export interface MemoryStoreOptions {
   timers?: Timers;
 }
 
+/**
+ * The failure methods of a {@link MemoryStore} over one of its failure tables (see
+ * {@link MemoryStore.failureTable}).
+ * @internal
+ */
+export type FailureTable = Pick<
+  MemoryStore,
+  'checkFailures' | 'recordFailure' | 'recordSuccess' | 'delete'
+>;
+
 type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
 
-interface Slot {
+type State = FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
+
+/**
+ * One key's entry. Slots are pooled: a slot whose key went (expired, deleted, evicted) is reused,
+ * state object and failure log included, for the next new key, so a table that churns (a flood of
+ * new clients) allocates nothing that lives longer than a call but the key strings themselves.
+ */
+class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, FailureState {
+  /** The table holding the slot (the store's own, or a failure table's) and the key there. */
+  table: Map<string, Slot>;
+  key = '';
+  /** Shown before `key` outside the table (`<scope>:` for a failure table's slots). */
+  prefix = '';
   kind: Kind;
-  /** Creation number: tells this slot's entry in the eviction queue from a stale one. */
-  seq: number;
-  state: FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
+  /*
+   * The state lives in the slot itself, every algorithm's fields side by side, so that a decision
+   * reads one object (one cache miss on a large table) and a new key allocates nothing. Only the
+   * fields of `kind` mean anything.
+   */
+  start = 0;
+  count = 0;
+  prev = 0;
+  curr = 0;
+  scaled = 0;
+  last = 0;
+  /** The failure log; the shared empty {@link NO_LOG} until the slot first holds failures. */
+  log: number[] = NO_LOG;
+  lockedUntil = 0;
   /** From this instant the slot equals an absent one. */
-  expiresAt: number;
+  expiresAt = 0;
   /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
-  protectedUntil: number;
+  protectedUntil = 0;
   /** The rule of the last call that stored the slot (to clamp it when the clock stepped back). */
   rule: WindowRule | FailureRule;
+  /** Neighbours in eviction order (oldest first); in the free list, `newer` links free slots. */
+  older: Slot | undefined = undefined;
+  newer: Slot | undefined = undefined;
+  constructor(table: Map<string, Slot>, kind: Kind, rule: WindowRule | FailureRule) {
+    this.table = table;
+    this.kind = kind;
+    this.rule = rule;
+  }
 }
+
+/** The log of a slot that never held failures; never written (a failure slot gets its own). */
+const NO_LOG: number[] = [];
 
 /** The longest delay a Node timer holds; a longer one fires after 1 ms instead. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -92,14 +136,24 @@ const memoryStoreSpec = {
  */
 export class MemoryStore implements Store {
   readonly #slots = new Map<string, Slot>();
+  /** Keys held in every table together: what `maxEntries` bounds. */
+  #count = 0;
+  /** The failure tables handed out by {@link MemoryStore.failureTable}, by name. */
+  readonly #tables = new Map<string, FailureTable>();
+  readonly #tableMaps: Map<string, Slot>[] = [];
   /*
-   * Eviction order (oldest first) as a queue of key + creation number. Map iteration cannot serve:
-   * after many deletes it walks over every hole V8 leaves behind, which made eviction O(n).
+   * Eviction order (oldest first) as a doubly linked list through the slots: unlinking a deleted
+   * key and evicting the oldest are O(1). Map iteration cannot serve: after many deletes it walks
+   * over every hole V8 leaves behind.
    */
-  #queueKeys: string[] = [];
-  #queueSeqs: number[] = [];
-  #head = 0;
-  #seq = 0;
+  #oldest: Slot | undefined = undefined;
+  #newest: Slot | undefined = undefined;
+  /** Slots whose key went, ready for reuse (linked through `newer`). */
+  #free: Slot | undefined = undefined;
+  /** Scratch state for a new key's first call, so that a refused first call allocates nothing. */
+  readonly #scratchFixed: FixedWindowState = { start: 0, count: 0 };
+  readonly #scratchSliding: SlidingWindowState = { start: 0, prev: 0, curr: 0 };
+  readonly #scratchBucket: TokenBucketState = { scaled: 0, last: 0 };
   readonly #max: number;
   readonly #sweepMs: number;
   readonly #clock: Clock;
@@ -137,26 +191,41 @@ export class MemoryStore implements Store {
 
   consume(key: string, rule: WindowRule, cost: number): Decision {
     const now = this.#now();
-    const slot = this.#live(key, rule.algorithm, now);
+    const slot = this.#live(this.#slots, key, rule.algorithm, now);
     if (
       slot !== undefined &&
       rule.algorithm === 'fixed-window' &&
-      now < (slot.state as FixedWindowState).start + rule.windowMs &&
-      (slot.state as FixedWindowState).start <= now &&
-      slot.expiresAt === (slot.state as FixedWindowState).start + rule.windowMs
+      now < slot.start + rule.windowMs &&
+      slot.start <= now &&
+      slot.expiresAt === slot.start + rule.windowMs
     ) {
       // The hot path: a live fixed window only counts; its start and expiry do not move. (The
       // window test above uses this call's rule, so a key met again under a shorter window rolls;
       // under a longer one, whose expiry must move, it goes the slow way, as the Redis script does;
       // so does a start in the future, left by a clock that stepped back, which is clamped.)
-      const state = slot.state as FixedWindowState;
+      const state = slot;
       const d = fixedWindowConsume(state, now, rule, cost, key);
       if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
       return d;
     }
+    return this.#consumeSlow(key, rule, cost, now, slot);
+  }
+
+  /** Every other consume: a new key, a window that rolls, the other algorithms. Kept apart so
+   * that the hot path above stays small enough for V8 to inline into the limiter. */
+  #consumeSlow(
+    key: string,
+    rule: WindowRule,
+    cost: number,
+    now: number,
+    slot: Slot | undefined,
+  ): Decision {
     switch (rule.algorithm) {
       case 'fixed-window': {
-        const state = fixedWindowRoll(slot?.state as FixedWindowState | undefined, now, rule);
+        const state =
+          slot === undefined
+            ? freshFixed(this.#scratchFixed, now)
+            : fixedWindowRoll(slot, now, rule);
         const d = fixedWindowConsume(state, now, rule, cost, key);
         return this.#store(
           key,
@@ -171,7 +240,10 @@ export class MemoryStore implements Store {
         );
       }
       case 'sliding-window': {
-        const state = slidingWindowRoll(slot?.state as SlidingWindowState | undefined, now, rule);
+        const state =
+          slot === undefined
+            ? freshSliding(this.#scratchSliding, now)
+            : slidingWindowRoll(slot, now, rule);
         const d = slidingWindowConsume(state, now, rule, cost, key);
         return this.#store(
           key,
@@ -186,7 +258,10 @@ export class MemoryStore implements Store {
         );
       }
       default: {
-        const state = tokenBucketRoll(slot?.state as TokenBucketState | undefined, now, rule);
+        const state =
+          slot === undefined
+            ? freshBucket(this.#scratchBucket, now, rule)
+            : tokenBucketRoll(slot, now, rule);
         const d = tokenBucketConsume(state, now, rule, cost, key);
         return this.#store(
           key,
@@ -211,27 +286,16 @@ export class MemoryStore implements Store {
     this.#clamp(slot, rule, now);
     switch (rule.algorithm) {
       case 'fixed-window': {
-        const state = slot.state as FixedWindowState;
+        const state = slot;
         fixedWindowRefund(state, now, rule, cost, agoMs);
-        this.#put(
-          key,
-          slot,
-          'fixed-window',
-          state,
-          now,
-          slot.expiresAt,
-          fixedWindowBlockedUntil(state, rule),
-          rule,
-        );
+        this.#put(slot, state, now, slot.expiresAt, fixedWindowBlockedUntil(state, rule), rule);
         return;
       }
       case 'sliding-window': {
-        const state = slidingWindowRoll(slot.state as SlidingWindowState, now, rule);
+        const state = slidingWindowRoll(slot, now, rule);
         slidingWindowRefund(state, now, rule, cost, agoMs);
         this.#put(
-          key,
           slot,
-          'sliding-window',
           state,
           now,
           slidingWindowExpiresAt(state, rule),
@@ -241,12 +305,10 @@ export class MemoryStore implements Store {
         return;
       }
       default: {
-        const state = tokenBucketRoll(slot.state as TokenBucketState, now, rule);
+        const state = tokenBucketRoll(slot, now, rule);
         tokenBucketRefund(state, rule, cost);
         this.#put(
-          key,
           slot,
-          'token-bucket',
           state,
           now,
           tokenBucketExpiresAt(state, rule),
@@ -259,62 +321,102 @@ export class MemoryStore implements Store {
 
   peek(key: string, rule: WindowRule): Decision {
     const now = this.#now();
-    const slot = this.#live(key, rule.algorithm, now);
+    const slot = this.#live(this.#slots, key, rule.algorithm, now);
     if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.limit, now);
     // A state stamped in the future is clamped and kept clamped, as the Redis script does.
     if (slot !== undefined) this.#clamp(slot, rule, now);
     switch (rule.algorithm) {
       case 'fixed-window':
-        return fixedWindowPeek(slot?.state as FixedWindowState | undefined, now, rule, key);
+        return fixedWindowPeek(slot, now, rule, key);
       case 'sliding-window':
-        return slidingWindowPeek(slot?.state as SlidingWindowState | undefined, now, rule, key);
+        return slidingWindowPeek(slot, now, rule, key);
       default:
-        return tokenBucketPeek(slot?.state as TokenBucketState | undefined, now, rule, key);
+        return tokenBucketPeek(slot, now, rule, key);
     }
   }
 
   checkFailures(key: string, rule: FailureRule): Decision {
-    const now = this.#now();
-    const slot = this.#liveFailure(key, now, rule);
-    if (slot === undefined && !this.#hasRoom(now))
-      return this.#overflow(key, rule.maxAttempts, now);
-    return failureCheck(slot?.state as FailureState | undefined, now, rule, key);
+    return this.#checkFailures(this.#slots, key, rule);
   }
 
   recordFailure(key: string, rule: FailureRule): FailureDecision {
-    const now = this.#now();
-    const slot = this.#liveFailure(key, now, rule);
-    const state = (slot?.state as FailureState | undefined) ?? { log: [], lockedUntil: 0 };
-    if (slot === undefined && !this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
-    const d = failureRecord(state, now, rule, key);
-    this.#put(
-      key,
-      slot,
-      'failure',
-      state,
-      now,
-      failureExpiresAt(state, rule),
-      state.lockedUntil,
-      rule,
-    );
-    return d;
+    return this.#recordFailure(this.#slots, '', key, rule);
   }
 
   recordSuccess(key: string, rule: FailureRule): Decision {
+    return this.#recordSuccess(this.#slots, key, rule);
+  }
+
+  /**
+   * A failure table of its own for keys that all share one prefix (a failure limiter's scope), in
+   * this store's bound and eviction order: its keys need no `<name>:` prepended per call, which on
+   * a flood of new clients cost more than the rest of the decision (a concatenated key is a new
+   * string that each map operation must flatten and hash). `protectedKeys()` shows its keys as
+   * `<name>:<key>`; the store's own methods do not see them. At most 64 tables per store: past that
+   * it returns undefined and the caller keeps prefixing keys.
+   * @internal for the failure limiter's private store
+   */
+  failureTable(name: string): FailureTable | undefined {
+    const known = this.#tables.get(name);
+    if (known !== undefined || this.#tables.size >= 64) return known;
+    const table = new Map<string, Slot>();
+    const prefix = `${name}:`;
+    const view: FailureTable = {
+      checkFailures: (key, rule) => this.#checkFailures(table, key, rule),
+      recordFailure: (key, rule) => this.#recordFailure(table, prefix, key, rule),
+      recordSuccess: (key, rule) => this.#recordSuccess(table, key, rule),
+      delete: (key) => {
+        const slot = table.get(key);
+        if (slot !== undefined) this.#drop(slot);
+      },
+    };
+    this.#tables.set(name, view);
+    this.#tableMaps.push(table);
+    return view;
+  }
+
+  #checkFailures(table: Map<string, Slot>, key: string, rule: FailureRule): Decision {
     const now = this.#now();
-    const slot = this.#liveFailure(key, now, rule);
-    const d = failureSuccess(slot?.state as FailureState | undefined, now, rule, key);
+    const slot = this.#liveFailure(table, key, now, rule);
+    if (slot === undefined && !this.#hasRoom(now))
+      return this.#overflow(key, rule.maxAttempts, now);
+    return failureCheck(slot, now, rule, key);
+  }
+
+  #recordFailure(
+    table: Map<string, Slot>,
+    prefix: string,
+    key: string,
+    rule: FailureRule,
+  ): FailureDecision {
+    const now = this.#now();
+    let slot = this.#liveFailure(table, key, now, rule);
+    if (slot === undefined) {
+      if (!this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
+      slot = this.#claim(table, prefix, key, 'failure', rule);
+    }
+    const state = slot;
+    const d = failureRecord(state, now, rule, key);
+    this.#put(slot, state, now, failureExpiresAt(state, rule), state.lockedUntil, rule);
+    return d;
+  }
+
+  #recordSuccess(table: Map<string, Slot>, key: string, rule: FailureRule): Decision {
+    const now = this.#now();
+    const slot = this.#liveFailure(table, key, now, rule);
+    const d = failureSuccess(slot, now, rule, key);
     // A lockout in force stays; otherwise the failure history goes.
-    if (slot !== undefined && d.allowed) this.delete(key);
+    if (slot !== undefined && d.allowed) this.#drop(slot);
     return d;
   }
 
   delete(key: string): void {
-    if (this.#slots.delete(key)) this.#saturatedUntil = 0;
+    const slot = this.#slots.get(key);
+    if (slot !== undefined) this.#drop(slot);
   }
 
   size(): number {
-    return this.#slots.size;
+    return this.#count;
   }
 
   close(): void {
@@ -322,9 +424,11 @@ export class MemoryStore implements Store {
     if (this.#sweepTimer !== undefined) this.#timers.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     this.#slots.clear();
-    this.#queueKeys = [];
-    this.#queueSeqs = [];
-    this.#head = 0;
+    for (const table of this.#tableMaps) table.clear();
+    this.#count = 0;
+    this.#oldest = undefined;
+    this.#newest = undefined;
+    this.#free = undefined;
   }
 
   /** Drops every expired key now (the background sweep calls this). Returns how many went. */
@@ -335,10 +439,10 @@ export class MemoryStore implements Store {
   /** Read-only view of the keys under lockout or block, for status pages. */
   *protectedKeys(): IterableIterator<{ key: string; kind: Kind; untilMs: number }> {
     const now = this.#now();
-    for (const [key, slot] of this.#slots) {
+    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
       if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil > now)
-        yield { key, kind: slot.kind, untilMs: slot.protectedUntil - now };
+        yield { key: slot.prefix + slot.key, kind: slot.kind, untilMs: slot.protectedUntil - now };
     }
   }
 
@@ -359,28 +463,28 @@ export class MemoryStore implements Store {
     let protectedUntil: number;
     switch (slot.kind) {
       case 'fixed-window': {
-        const state = slot.state as FixedWindowState;
+        const state = slot;
         if (!fixedWindowClamp(state, now)) return;
         expiresAt = fixedWindowExpiresAt(state, rule as WindowRule);
         protectedUntil = fixedWindowBlockedUntil(state, rule as WindowRule);
         break;
       }
       case 'sliding-window': {
-        const state = slot.state as SlidingWindowState;
+        const state = slot;
         if (!slidingWindowClamp(state, now)) return;
         expiresAt = slidingWindowExpiresAt(state, rule as WindowRule);
         protectedUntil = slidingWindowBlockedUntil(state, now, rule as WindowRule);
         break;
       }
       case 'token-bucket': {
-        const state = slot.state as TokenBucketState;
+        const state = slot;
         if (!tokenBucketClamp(state, now)) return;
         expiresAt = tokenBucketExpiresAt(state, rule as WindowRule);
         protectedUntil = tokenBucketBlockedUntil(state, rule as WindowRule);
         break;
       }
       default: {
-        const state = slot.state as FailureState;
+        const state = slot;
         if (!failureClamp(state, now, rule as FailureRule)) return;
         expiresAt = failureExpiresAt(state, rule as FailureRule);
         protectedUntil = state.lockedUntil;
@@ -391,26 +495,29 @@ export class MemoryStore implements Store {
     if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
   }
 
-  #live(key: string, kind: Kind, now: number): Slot | undefined {
-    const slot = this.#slots.get(key);
+  #live(table: Map<string, Slot>, key: string, kind: Kind, now: number): Slot | undefined {
+    const slot = table.get(key);
     if (slot === undefined) return undefined;
     if (slot.kind !== kind || now >= slot.expiresAt) {
-      this.#slots.delete(key);
-      this.#saturatedUntil = 0;
+      this.#drop(slot);
       return undefined;
     }
     return slot;
   }
 
-  #liveFailure(key: string, now: number, rule: FailureRule): Slot | undefined {
-    const slot = this.#live(key, 'failure', now);
+  #liveFailure(
+    table: Map<string, Slot>,
+    key: string,
+    now: number,
+    rule: FailureRule,
+  ): Slot | undefined {
+    const slot = this.#live(table, key, 'failure', now);
     if (slot === undefined) return undefined;
     this.#clamp(slot, rule, now);
-    const logged = (slot.state as FailureState).log.length;
-    const state = failureRoll(slot.state as FailureState, now, rule);
+    const logged = slot.log.length;
+    const state = failureRoll(slot, now, rule);
     if (state === undefined) {
-      this.#slots.delete(key);
-      this.#saturatedUntil = 0;
+      this.#drop(slot);
       return undefined;
     }
     // A roll may start a lockout (a lowered maxAttempts): it must be protected like any other.
@@ -429,7 +536,7 @@ export class MemoryStore implements Store {
     key: string,
     slot: Slot | undefined,
     kind: Kind,
-    state: Slot['state'],
+    state: State,
     d: Decision,
     now: number,
     expiresAt: number,
@@ -439,17 +546,21 @@ export class MemoryStore implements Store {
     if (slot === undefined) {
       // A refused first call changes nothing, so there is nothing to remember.
       if (!d.allowed) return d;
+      if (expiresAt <= now) return d;
       if (!this.#admit(now)) return this.#overflow(key, d.limit, now);
+      const fresh = this.#claim(this.#slots, '', key, kind, rule);
+      copyState(kind, state, fresh);
+      this.#put(fresh, fresh, now, expiresAt, protectedUntil, rule);
+      return d;
     }
-    this.#put(key, slot, kind, state, now, expiresAt, protectedUntil, rule);
+    this.#put(slot, state, now, expiresAt, protectedUntil, rule);
     return d;
   }
 
+  /** Records a live slot's new state, or forgets the slot when the state equals an absent one. */
   #put(
-    key: string,
-    slot: Slot | undefined,
-    kind: Kind,
-    state: Slot['state'],
+    slot: Slot,
+    state: State,
     now: number,
     expiresAt: number,
     protectedUntil: number,
@@ -458,28 +569,74 @@ export class MemoryStore implements Store {
     if (expiresAt <= now) {
       // The state already equals an absent one (a bucket full again): forget it now, as the Redis
       // script deletes it, so that a clock stepping back cannot bring it back to life.
-      if (slot !== undefined) this.delete(key);
+      this.#drop(slot);
       return;
     }
+    // A roll that started a new fixed window made a new state object: its fields move in.
+    if (state !== slot) copyState(slot.kind, state, slot);
+    slot.expiresAt = expiresAt;
+    slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+    slot.rule = rule;
+    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+  }
+
+  /**
+   * A slot for a new `key` (room must have been made), reset to an absent key's state: a pooled
+   * one when a key went before, its state object reused when it held the same kind.
+   */
+  #claim(
+    table: Map<string, Slot>,
+    prefix: string,
+    key: string,
+    kind: Kind,
+    rule: WindowRule | FailureRule,
+  ): Slot {
+    let slot = this.#free;
     if (slot === undefined) {
-      const seq = ++this.#seq;
-      this.#slots.set(key, {
-        kind,
-        seq,
-        state,
-        expiresAt,
-        protectedUntil: protectedUntil > now ? protectedUntil : 0,
-        rule,
-      });
-      this.#enqueue(key, seq);
-      if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
+      slot = new Slot(table, kind, rule);
     } else {
-      slot.state = state;
-      slot.expiresAt = expiresAt;
-      slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+      this.#free = slot.newer;
+      // A window state is overwritten by the caller; a failure log is emptied and kept.
+      if (kind === 'failure') resetFailure(slot);
+      slot.kind = kind;
       slot.rule = rule;
     }
-    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+    if (kind === 'failure' && slot.log === NO_LOG) slot.log = [];
+    slot.table = table;
+    slot.key = key;
+    slot.prefix = prefix;
+    slot.expiresAt = 0;
+    slot.protectedUntil = 0;
+    slot.older = this.#newest;
+    slot.newer = undefined;
+    if (this.#newest === undefined) this.#oldest = slot;
+    else this.#newest.newer = slot;
+    this.#newest = slot;
+    table.set(key, slot);
+    this.#count++;
+    if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
+    return slot;
+  }
+
+  /** Forgets a held slot: out of the table and the eviction order, into the pool. */
+  #drop(slot: Slot): void {
+    slot.table.delete(slot.key);
+    this.#count--;
+    this.#unlink(slot);
+    slot.key = '';
+    slot.newer = this.#free;
+    this.#free = slot;
+    this.#saturatedUntil = 0;
+  }
+
+  #unlink(slot: Slot): void {
+    const { older, newer } = slot;
+    if (older === undefined) this.#oldest = newer;
+    else older.newer = newer;
+    if (newer === undefined) this.#newest = older;
+    else newer.older = older;
+    slot.older = undefined;
+    slot.newer = undefined;
   }
 
   #overflow(key: string, limit: number, now: number): Decision {
@@ -489,14 +646,12 @@ export class MemoryStore implements Store {
 
   /** Whether a new key could be stored now, evicting nothing. */
   #hasRoom(now: number): boolean {
-    if (this.#slots.size < this.#max) return true;
+    if (this.#count < this.#max) return true;
     if (this.#sweepDue(now)) this.#sweepExpired(now);
-    if (this.#slots.size < this.#max) return true;
+    if (this.#count < this.#max) return true;
     if (this.#saturatedUntil > now) return false;
     let soonest = Number.POSITIVE_INFINITY;
-    for (let i = this.#head; i < this.#queueKeys.length; i++) {
-      const slot = this.#slotAt(i);
-      if (slot === undefined) continue;
+    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
       if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil <= now) return true;
       if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
@@ -505,63 +660,29 @@ export class MemoryStore implements Store {
     return false;
   }
 
-  #enqueue(key: string, seq: number): void {
-    this.#queueKeys.push(key);
-    this.#queueSeqs.push(seq);
-    if (this.#queueKeys.length > 4 * this.#max + 1024) this.#compactQueue();
-  }
-
-  /** The live slot a queue entry stands for, or undefined when the entry is stale. */
-  #slotAt(i: number): Slot | undefined {
-    const slot = this.#slots.get(this.#queueKeys[i] as string);
-    return slot !== undefined && slot.seq === this.#queueSeqs[i] ? slot : undefined;
-  }
-
-  /** Forgets the queue entries already walked past (cheap: no lookups). */
-  #dropConsumed(): void {
-    this.#queueKeys = this.#queueKeys.slice(this.#head);
-    this.#queueSeqs = this.#queueSeqs.slice(this.#head);
-    this.#head = 0;
-  }
-
-  /** Rebuilds the queue from live entries only (when stale entries pile up). */
-  #compactQueue(): void {
-    const keys: string[] = [];
-    const seqs: number[] = [];
-    for (let i = this.#head; i < this.#queueKeys.length; i++) {
-      if (this.#slotAt(i) !== undefined) {
-        keys.push(this.#queueKeys[i] as string);
-        seqs.push(this.#queueSeqs[i] as number);
-      }
-    }
-    this.#queueKeys = keys;
-    this.#queueSeqs = seqs;
-    this.#head = 0;
-  }
-
   /** Makes room for one new key, or reports that every key is protected. */
   #admit(now: number): boolean {
-    if (this.#slots.size < this.#max) return true;
+    if (this.#count < this.#max) return true;
     if (this.#sweepDue(now)) this.#sweepExpired(now);
-    if (this.#slots.size < this.#max) return true;
+    if (this.#count < this.#max) return true;
     if (this.#saturatedUntil > now) return false;
     let soonest = Number.POSITIVE_INFINITY;
-    let budget = this.#queueKeys.length - this.#head;
+    let budget = this.#count;
     while (budget-- > 0) {
-      const i = this.#head++;
-      const key = this.#queueKeys[i] as string;
-      const seq = this.#queueSeqs[i] as number;
-      const slot = this.#slotAt(i);
-      if (this.#head > 1024 && this.#head * 2 > this.#queueKeys.length) this.#dropConsumed();
-      if (slot === undefined) continue;
+      const slot = this.#oldest as Slot;
       // A protection stamped in the future (the clock stepped back) is clamped like an access would.
       if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil <= now) {
-        this.#slots.delete(key);
+        this.#drop(slot);
         return true;
       }
       // A protected slot goes to the back, so the next eviction does not walk past it again.
-      this.#enqueue(key, seq);
+      if (slot !== this.#newest) {
+        this.#unlink(slot);
+        slot.older = this.#newest;
+        (this.#newest as Slot).newer = slot;
+        this.#newest = slot;
+      }
       if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
     }
     this.#saturatedUntil = soonest;
@@ -579,16 +700,17 @@ export class MemoryStore implements Store {
   #sweepExpired(now: number): number {
     let dropped = 0;
     let hint = Number.POSITIVE_INFINITY;
-    for (const [key, slot] of this.#slots) {
+    for (let slot = this.#oldest; slot !== undefined; ) {
+      const next = slot.newer;
       if (now >= slot.expiresAt) {
-        this.#slots.delete(key);
+        this.#drop(slot);
         dropped++;
       } else if (slot.expiresAt < hint) {
         hint = slot.expiresAt;
       }
+      slot = next;
     }
     this.#expiryHint = hint;
-    if (dropped > 0) this.#saturatedUntil = 0;
     return dropped;
   }
 
@@ -597,7 +719,57 @@ export class MemoryStore implements Store {
       this.#sweepTimer = undefined;
       if (this.#closed) return;
       this.#sweepExpired(this.#now());
-      if (this.#slots.size > 0) this.#armSweep();
+      if (this.#count > 0) this.#armSweep();
     }, this.#sweepMs);
+  }
+}
+
+/** A fresh fixed window at `now`, written into `into` (what {@link fixedWindowRoll} makes of no state). */
+function freshFixed(into: FixedWindowState, now: number): FixedWindowState {
+  into.start = now;
+  into.count = 0;
+  return into;
+}
+
+/** A fresh sliding window at `now` (what {@link slidingWindowRoll} makes of no state). */
+function freshSliding(into: SlidingWindowState, now: number): SlidingWindowState {
+  into.start = now;
+  into.prev = 0;
+  into.curr = 0;
+  return into;
+}
+
+/** A full bucket at `now` (what {@link tokenBucketRoll} makes of no state). */
+function freshBucket(into: TokenBucketState, now: number, rule: WindowRule): TokenBucketState {
+  into.scaled = rule.limit * rule.windowMs;
+  into.last = now;
+  return into;
+}
+
+function resetFailure(state: FailureState): void {
+  // pop() rather than `length = 0`, which V8 hands to the runtime: the log is short (< maxAttempts).
+  const log = state.log;
+  while (log.length > 0) log.pop();
+  state.lockedUntil = 0;
+}
+
+/** Copies a window state field by field (from a scratch state into a slot's own object). */
+function copyState(kind: Kind, from: State, to: State): void {
+  switch (kind) {
+    case 'fixed-window':
+      (to as FixedWindowState).start = (from as FixedWindowState).start;
+      (to as FixedWindowState).count = (from as FixedWindowState).count;
+      return;
+    case 'sliding-window':
+      (to as SlidingWindowState).start = (from as SlidingWindowState).start;
+      (to as SlidingWindowState).prev = (from as SlidingWindowState).prev;
+      (to as SlidingWindowState).curr = (from as SlidingWindowState).curr;
+      return;
+    case 'token-bucket':
+      (to as TokenBucketState).scaled = (from as TokenBucketState).scaled;
+      (to as TokenBucketState).last = (from as TokenBucketState).last;
+      return;
+    default:
+      throw new Error('unreachable: a failure state is never copied');
   }
 }

@@ -120,6 +120,17 @@ class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, Fa
 /** The log of a slot that never held failures; never written (a failure slot gets its own). */
 const NO_LOG: number[] = [];
 
+/**
+ * An empty failure log with room for one time. A distributed brute force is many clients with one
+ * failure each; an array that starts empty grows to room for 17 on its first push (136 bytes per
+ * client). A client that fails again grows its own log.
+ */
+function newLog(): number[] {
+  const log = [0.5];
+  log.pop();
+  return log;
+}
+
 /** The longest delay a Node timer holds; a longer one fires after 1 ms instead. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -601,7 +612,7 @@ export class MemoryStore implements Store {
       slot.kind = kind;
       slot.rule = rule;
     }
-    if (kind === 'failure' && slot.log === NO_LOG) slot.log = [];
+    if (kind === 'failure' && slot.log === NO_LOG) slot.log = newLog();
     slot.table = table;
     slot.key = key;
     slot.prefix = prefix;

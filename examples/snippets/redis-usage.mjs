@@ -9,6 +9,13 @@ import { Redis } from 'ioredis';
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const store = new RedisStore({
   sendCommand: (args) => redis.call(args[0], ...args.slice(1)),
+  // One subscriber connection: a reset in any process ends local refusals in every process.
+  subscribe: (channel, onMessage) => {
+    const sub = redis.duplicate();
+    sub.on('message', (ch, message) => ch === channel && onMessage(message));
+    sub.subscribe(channel);
+    return () => sub.disconnect(); // called by store.close()
+  },
   // This run's keys only; the default prefix is 'portcullis:'.
   prefix: `readme-${randomBytes(4).toString('hex')}:`,
 });

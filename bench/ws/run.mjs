@@ -22,10 +22,11 @@
 // children run with --cpu-prof and write their profiles there), BENCH_WS_LISTENER_N (50 000) and
 // BENCH_WS_LISTENER_ROUNDS (7; 0 skips the isolated listener timing), BENCH_JSON (write the report
 // there), BENCH_CHARTS (directory of the chart ws.svg, default bench/charts; 0: no chart).
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
+import { writeChartFor } from '../chart.mjs';
 import {
   cpuMicros,
   machineBusyMicros,
@@ -499,11 +500,8 @@ async function isolatedListeners(rows) {
   return isolated;
 }
 
-/** bench/chart.mjs draws the ratio scenarios (after the JSON report is written) when it is there. */
-async function chart(rows, isolated) {
-  const path = new URL('../chart.mjs', import.meta.url);
-  if (!existsSync(path)) return;
-  const { writeChartFor } = await import(path.href);
+/** The chart (bench/chart.mjs): the ratio scenarios and the isolated listener, after the JSON report. */
+function chart(rows, isolated) {
   const drawn = scenarios(rows, isolated).filter((s) => s.unit === '×' || s.name.includes('alone'));
   if (drawn.length === 0) return;
   writeChartFor('ws', drawn, {
@@ -511,7 +509,8 @@ async function chart(rows, isolated) {
     subtitle:
       'Server CPU time per upgrade (first-frame rows: per connection) divided by that of the server ' +
       'named in each group, in the same cycle (dashed line: 1×); 1.10× spends 10 % more. Median of ' +
-      `${SLICES} cycles of ${SECONDS} s, then of ${ROUNDS} rounds; ${CLIENTS} ${CLIENT} clients; ` +
+      `${SLICES} cycles of ${SECONDS} s, then of ${ROUNDS} rounds; ${CLIENTS} ${CLIENT} clients. The µs group: ` +
+      'what each upgrade listener adds to the bare one, timed alone without I/O. ' +
       `Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.`,
   });
 }
@@ -610,7 +609,7 @@ async function main() {
     };
     writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
   }
-  await chart(rows, isolated);
+  chart(rows, isolated);
   clearTimeout(guard);
 }
 

@@ -1,6 +1,7 @@
 // Portcullis's own work per upgrade, in isolation: the `upgrade` listener of each server variant
 // called in a tight loop on a fresh request and socket per call, with `handleUpgrade` a no-op and a
-// socket that writes nothing. The difference to the bare listener is what the guard adds to a
+// socket that writes nothing (first-frame variants: the hello's handler, without the socket). The
+// difference to the bare listener (to the handler without a limiter) is what Portcullis adds to a
 // handshake in CPU time, free of the TCP and scheduling noise of the end-to-end runs. Run alone
 // (`node bench/ws/listener.mjs`) or from run.mjs at its end.
 //
@@ -9,7 +10,8 @@ import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { median } from '../lib/child.mjs';
-import { build, LOCKED, REMOTE, TOKEN, WRONG } from './servers.mjs';
+import { createConnectAuth } from '@portcullis/ws';
+import { build, checkToken, hello, LOCKED, REMOTE, SCOPE, TOKEN, WRONG } from './servers.mjs';
 
 /** What a `net.Socket` shows the guard: an emitter with an address, open both ways. */
 class FakeSocket extends EventEmitter {
@@ -61,19 +63,41 @@ function fakeWss() {
   };
 }
 
+/** `twin`: the case whose time is subtracted (the same work without Portcullis). */
 const CASES = {
-  bare: { token: TOKEN, accepted: true },
-  guard: { token: TOKEN, accepted: true },
-  'guard-proxy': { token: TOKEN, xff: REMOTE, accepted: true },
-  'hand-proxy': { token: TOKEN, xff: REMOTE, accepted: true },
-  'refused-429': { token: WRONG, xff: LOCKED, accepted: false },
-  'refused-401': { token: WRONG, xff: REMOTE, accepted: false },
+  bare: { token: TOKEN, accepted: true, twin: 'bare' },
+  guard: { token: TOKEN, accepted: true, twin: 'bare' },
+  'guard-proxy': { token: TOKEN, xff: REMOTE, accepted: true, twin: 'bare' },
+  'hand-proxy': { token: TOKEN, xff: REMOTE, accepted: true, twin: 'bare' },
+  'refused-429': { token: WRONG, xff: LOCKED, accepted: false, twin: 'bare' },
+  'refused-401': { token: WRONG, xff: REMOTE, accepted: false, twin: 'bare' },
+  frame: { token: TOKEN, accepted: true, twin: 'frame', firstFrame: true },
+  connect: { token: TOKEN, accepted: true, twin: 'frame', firstFrame: true },
 };
 
 /**
- * ns per call of each variant's `upgrade` listener, request construction included (the same for
- * every variant: subtract bare's figure). Median of ROUNDS samples of N calls, variants in
- * alternating order.
+ * The first-frame variants' message handler without the socket: parse the hello, check its
+ * token, and (connect) `attempt` it; counts the accepted ones.
+ */
+function firstFrameHandler(variant) {
+  const auth = variant === 'connect' ? createConnectAuth({ scope: SCOPE }) : undefined;
+  let accepted = 0;
+  return {
+    call(req, data) {
+      const outcome = checkToken(JSON.parse(data).token);
+      const ok = auth === undefined ? outcome === 'ok' : auth.attempt(req, outcome).ok;
+      if (ok) accepted++;
+    },
+    get accepted() {
+      return accepted;
+    },
+  };
+}
+
+/**
+ * ns per call of each variant's `upgrade` listener (first-frame variants: its message handler),
+ * request construction included (the same for every variant: subtract the twin's figure). Median
+ * of ROUNDS samples of N calls, variants in alternating order.
  */
 const env = process.env;
 
@@ -82,37 +106,40 @@ export async function measureListeners({
   rounds = Number(env.BENCH_WS_LISTENER_ROUNDS ?? 7),
 } = {}) {
   const listeners = {};
-  for (const variant of Object.keys(CASES)) {
+  const head = Buffer.alloc(0);
+  for (const [variant, { firstFrame, token }] of Object.entries(CASES)) {
+    if (firstFrame) {
+      const handler = firstFrameHandler(variant);
+      const data = Buffer.from(hello(token));
+      listeners[variant] = { call: (req) => handler.call(req, data), wss: handler };
+      continue;
+    }
     const server = createServer();
     const wss = fakeWss();
     await build(variant, server, wss);
     const [listener] = server.listeners('upgrade');
-    listeners[variant] = { listener, wss };
+    listeners[variant] = { call: (req) => listener(req, req.socket, head), wss };
   }
-  const head = Buffer.alloc(0);
   const samples = Object.fromEntries(Object.keys(CASES).map((v) => [v, []]));
   const names = Object.keys(CASES);
   for (let round = -1; round < rounds; round++) {
     const order = round % 2 ? [...names].reverse() : names;
     for (const variant of order) {
       const { token, xff, accepted } = CASES[variant];
-      const { listener, wss } = listeners[variant];
+      const { call, wss } = listeners[variant];
       const before = wss.accepted;
       const t0 = process.hrtime.bigint();
-      for (let i = 0; i < n; i++) {
-        const req = upgradeRequest(token, xff);
-        listener(req, req.socket, head);
-      }
+      for (let i = 0; i < n; i++) call(upgradeRequest(token, xff));
       const ns = Number(process.hrtime.bigint() - t0) / n;
       if ((wss.accepted - before === n) !== accepted)
         throw new Error(`${variant}: ${wss.accepted - before} of ${n} accepted`);
       if (round >= 0) samples[variant].push(ns); // round -1 warms up
     }
   }
-  const bare = median(samples.bare);
   return names.map((variant) => {
     const ns = median(samples[variant]);
-    return { variant, nsPerCall: ns, addedNs: ns - bare };
+    const twin = CASES[variant].twin;
+    return { variant, twin, nsPerCall: ns, addedNs: ns - median(samples[twin]) };
   });
 }
 
@@ -120,6 +147,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rows = await measureListeners();
   for (const r of rows)
     console.log(
-      `${r.variant.padEnd(12)} ${(r.nsPerCall / 1000).toFixed(2).padStart(6)} µs per call, ${(r.addedNs / 1000).toFixed(2).padStart(6)} µs over bare`,
+      `${r.variant.padEnd(12)} ${(r.nsPerCall / 1000).toFixed(2).padStart(6)} µs per call, ${(r.addedNs / 1000).toFixed(2).padStart(6)} µs over ${r.twin}`,
     );
 }

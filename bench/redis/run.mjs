@@ -2,7 +2,16 @@
 // core window limiter), express-rate-limit with rate-limit-redis, and rate-limiter-flexible's
 // RateLimiterRedis. Every contender uses the same ioredis client options and the same rule.
 //
-//   npm run build && node bench/redis/run.mjs [--seconds 2] [--rounds 7] [--concurrency 64] [--port 6379]
+//   npm run build && node bench/redis/run.mjs [--scenario all|allowed|flood] [--seconds 2]
+//     [--rounds 7] [--concurrency 64] [--processes 4] [--port 6379]
+//
+// Two scenarios (both by default):
+// - allowed: one process, every decision an ordinary allowed one (a limit that never bites);
+// - flood: `processes` gateway processes (bench/redis/flood-worker.mjs, each with its own clients)
+//   on one Redis, 90 % of the login attempts from one locked-out attacker, 10 % from legitimate
+//   clients under their limit; Portcullis with its local deny table (default) and without it,
+//   rate-limiter-flexible with and without inMemoryBlockOnConsumed, express-rate-limit +
+//   rate-limit-redis. Decisions/s over all processes and Redis commands per request.
 //
 // Without --port it starts a private redis-server on a free port (so INFO commandstats counts only
 // this run). Measures:
@@ -12,10 +21,11 @@
 //   the Redis socket is counted (one write = one request/response exchange);
 // - Redis commands per decision: the INFO commandstats delta over the same sequential run (a
 //   script counts once for EVALSHA plus once per redis.call inside it).
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createWindowLimiter } from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
@@ -23,16 +33,19 @@ import { rateLimit } from 'express-rate-limit';
 import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { writeChartFor } from '../chart.mjs';
 
-// Flags win over the environment (BENCH_REDIS_SECONDS, BENCH_REDIS_ROUNDS,
-// BENCH_REDIS_CONCURRENCY, BENCH_REDIS_PORT), which `npm run bench` passes through; BENCH_JSON
-// names a file for the report as JSON.
+// Flags win over the environment (BENCH_REDIS_SCENARIO, BENCH_REDIS_SECONDS, BENCH_REDIS_ROUNDS,
+// BENCH_REDIS_CONCURRENCY, BENCH_REDIS_PROCESSES, BENCH_REDIS_PORT), which `npm run bench` passes
+// through; BENCH_JSON names a file for the report as JSON.
 const env = process.env;
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: env.BENCH_REDIS_SECONDS ?? '2' },
     rounds: { type: 'string', default: env.BENCH_REDIS_ROUNDS ?? '7' },
+    scenario: { type: 'string', default: env.BENCH_REDIS_SCENARIO ?? 'all' },
     concurrency: { type: 'string', default: env.BENCH_REDIS_CONCURRENCY ?? '64' },
+    processes: { type: 'string', default: env.BENCH_REDIS_PROCESSES ?? '4' },
     keys: { type: 'string', default: '1000' },
     sequential: { type: 'string', default: '2000' },
     port: { type: 'string', ...(env.BENCH_REDIS_PORT && { default: env.BENCH_REDIS_PORT }) },
@@ -43,6 +56,10 @@ const ROUNDS = Number(values.rounds);
 const CONCURRENCY = Number(values.concurrency);
 const KEYS = Number(values.keys);
 const SEQUENTIAL = Number(values.sequential);
+const PROCESSES = Number(values.processes);
+const SCENARIO = values.scenario;
+if (!['all', 'allowed', 'flood'].includes(SCENARIO))
+  throw new Error(`--scenario must be all, allowed or flood, got ${SCENARIO}`);
 const LIMIT = 1_000_000_000; // every decision is an ordinary allowed one, for every contender
 const WINDOW_MS = 60_000;
 
@@ -209,68 +226,251 @@ async function throughput(c, seconds) {
 }
 
 const admin = await connect();
-const contenders = [await portcullis(), await expressRateLimit(), await flexible()];
-const results = new Map(contenders.map((c) => [c.name, { rates: [], roundTrips: 0, commands: 0 }]));
-
-// Warm-up (loads scripts, JIT) and the sequential round-trip count.
-for (const c of contenders) {
-  for (let i = 0; i < 200; i++) await c.decide(i);
-  const before = await commandCalls(admin);
-  writes = 0;
-  counting = true;
-  for (let i = 0; i < SEQUENTIAL; i++) await c.decide(i);
-  counting = false;
-  const after = await commandCalls(admin);
-  const r = results.get(c.name);
-  r.roundTrips = writes / SEQUENTIAL;
-  r.commands = (after - before) / SEQUENTIAL;
-}
-
-for (let round = 0; round < ROUNDS; round++) {
-  for (const c of contenders) results.get(c.name).rates.push(await throughput(c, SECONDS));
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rows = contenders.map((c) => {
-  const r = results.get(c.name);
-  return { name: c.name, rate: median(r.rates), roundTrips: r.roundTrips, commands: r.commands };
-});
-const ours = rows[0];
-const fasterPeer = Math.max(rows[1].rate, rows[2].rate);
-
 const redisVersion = (await admin.info('server')).match(/redis_version:(\S+)/)?.[1];
-console.log(
-  `Redis ${redisVersion} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
-    `${CONCURRENCY} in flight, ${KEYS} keys, ${ROUNDS} × ${SECONDS}s rounds (median), fixed window`,
-);
-console.log('');
-console.log(
-  '| contender | decisions/s | vs @portcullis/redis | round trips / decision | Redis commands / decision (incl. inside scripts) |',
-);
-console.log('|---|---:|---:|---:|---:|');
-for (const r of rows) {
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const report = {
+  node: process.version,
+  redis: redisVersion,
+  concurrency: CONCURRENCY,
+  keys: KEYS,
+  rounds: ROUNDS,
+  seconds: SECONDS,
+  // The shape bench/chart.mjs draws: one entry per measured quantity.
+  scenarios: [],
+};
+
+async function runAllowed() {
+  const contenders = [await portcullis(), await expressRateLimit(), await flexible()];
+  const results = new Map(
+    contenders.map((c) => [c.name, { rates: [], roundTrips: 0, commands: 0 }]),
+  );
+
+  // Warm-up (loads scripts, JIT) and the sequential round-trip count.
+  for (const c of contenders) {
+    for (let i = 0; i < 200; i++) await c.decide(i);
+    const before = await commandCalls(admin);
+    writes = 0;
+    counting = true;
+    for (let i = 0; i < SEQUENTIAL; i++) await c.decide(i);
+    counting = false;
+    const after = await commandCalls(admin);
+    const r = results.get(c.name);
+    r.roundTrips = writes / SEQUENTIAL;
+    r.commands = (after - before) / SEQUENTIAL;
+  }
+
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of contenders) results.get(c.name).rates.push(await throughput(c, SECONDS));
+  }
+
+  const rows = contenders.map((c) => {
+    const r = results.get(c.name);
+    return { name: c.name, rate: median(r.rates), roundTrips: r.roundTrips, commands: r.commands };
+  });
+  const ours = rows[0];
+  const fasterPeer = Math.max(rows[1].rate, rows[2].rate);
+
   console.log(
-    `| ${r.name} | ${Math.round(r.rate).toLocaleString('en-US')} | ${(r.rate / ours.rate).toFixed(2)}× | ${r.roundTrips.toFixed(2)} | ${r.commands.toFixed(2)} |`,
+    `Allowed: Redis ${redisVersion} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
+      `${CONCURRENCY} in flight, ${KEYS} keys, ${ROUNDS} × ${SECONDS}s rounds (median), fixed window`,
+  );
+  console.log('');
+  console.log(
+    '| contender | decisions/s | vs @portcullis/redis | round trips / decision | Redis commands / decision (incl. inside scripts) |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.name} | ${Math.round(r.rate).toLocaleString('en-US')} | ${(r.rate / ours.rate).toFixed(2)}× | ${r.roundTrips.toFixed(2)} | ${r.commands.toFixed(2)} |`,
+    );
+  }
+  console.log('');
+  console.log(`@portcullis/redis / faster peer: ${(ours.rate / fasterPeer).toFixed(2)}×`);
+  console.log('');
+
+  report.contenders = rows.map((r) => ({ ...r, rates: results.get(r.name).rates }));
+  report.ratioToFasterPeer = ours.rate / fasterPeer;
+  report.scenarios.push(
+    {
+      name: 'allowed decisions/s (fixed window, 1 process)',
+      unit: 'decisions/s',
+      higherIsBetter: true,
+      rows: rows.map((r, i) => ({
+        contender: r.name,
+        value: Math.round(r.rate),
+        isPortcullis: i === 0,
+      })),
+    },
+    {
+      name: 'allowed: Redis commands per decision',
+      unit: 'commands',
+      higherIsBetter: false,
+      rows: rows.map((r, i) => ({
+        contender: r.name,
+        value: Number(r.commands.toFixed(3)),
+        isPortcullis: i === 0,
+      })),
+    },
+  );
+  for (const c of contenders) c.close();
+}
+
+// The flood: one attacker locked out, legitimate clients under their limit, `PROCESSES` gateways.
+const FLOOD = [
+  { id: 'portcullis-default', name: '@portcullis/redis (default: local deny table)', ours: true },
+  { id: 'portcullis-no-deny', name: '@portcullis/redis, localDeny: false', ours: true },
+  { id: 'rlf-in-memory', name: 'rate-limiter-flexible + inMemoryBlockOnConsumed', ours: false },
+  { id: 'rlf-plain', name: 'rate-limiter-flexible RateLimiterRedis', ours: false },
+  { id: 'erl-rlr', name: 'express-rate-limit + rate-limit-redis', ours: false },
+];
+
+function startWorker(index) {
+  const child = fork(fileURLToPath(new URL('./flood-worker.mjs', import.meta.url)), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiting = [];
+  child.on('message', (m) => {
+    const w = waiting.shift();
+    if (m.type === 'error') w?.reject(new Error(`flood worker ${index}: ${m.message}`));
+    else w?.resolve(m);
+  });
+  return {
+    ask(message) {
+      return new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        child.send(message);
+      });
+    },
+    close() {
+      child.send({ type: 'close' });
+    },
+  };
+}
+
+async function runFlood() {
+  const workers = Array.from({ length: PROCESSES }, (_, i) => startWorker(i));
+  await Promise.all(
+    workers.map((w, index) =>
+      w.ask({
+        type: 'init',
+        port: PORT,
+        index,
+        concurrency: CONCURRENCY,
+        legit: 250,
+        contenders: FLOOD.map((c) => c.id),
+      }),
+    ),
+  );
+  // Warm-up: locks each contender's attacker out in every process, loads scripts, JIT.
+  for (const c of FLOOD)
+    await Promise.all(workers.map((w) => w.ask({ type: 'warm', name: c.id, ms: 300 })));
+  const results = new Map(
+    FLOOD.map((c) => [
+      c.id,
+      { rates: [], decisions: 0, commands: 0, attackerPassed: 0, legitRefused: 0 },
+    ]),
+  );
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of FLOOD) {
+      const before = await commandCalls(admin);
+      const startAt = Date.now() + 50;
+      const done = await Promise.all(
+        workers.map((w) => w.ask({ type: 'run', name: c.id, ms: SECONDS * 1000, startAt })),
+      );
+      // Replies already sent but not yet counted (express-rate-limit refunds on 'finish').
+      await new Promise((r) => setTimeout(r, 50));
+      const after = await commandCalls(admin);
+      const r = results.get(c.id);
+      let decisions = 0;
+      let rate = 0;
+      for (const d of done) {
+        decisions += d.decisions;
+        rate += d.decisions / d.seconds;
+        r.attackerPassed += d.attackerPassed;
+        r.legitRefused += d.legitRefused;
+      }
+      r.rates.push(rate);
+      r.decisions += decisions;
+      r.commands += after - before;
+    }
+  }
+  for (const w of workers) w.close();
+
+  const rows = FLOOD.map((c) => {
+    const r = results.get(c.id);
+    return {
+      id: c.id,
+      name: c.name,
+      ours: c.ours,
+      rate: median(r.rates),
+      rates: r.rates.map(Math.round),
+      commandsPerRequest: r.commands / r.decisions,
+      attackerPassed: r.attackerPassed,
+      legitRefused: r.legitRefused,
+    };
+  });
+  const peers = rows.filter((r) => !r.ours);
+  const bestRate = Math.max(...peers.map((r) => r.rate));
+  const bestCommands = Math.min(...peers.map((r) => r.commandsPerRequest));
+  console.log(
+    `Flood: ${PROCESSES} processes × ${CONCURRENCY} login attempts in flight, 90 % from one locked-out attacker, ` +
+      `10 % from ${PROCESSES * 250} legitimate clients; ${ROUNDS} × ${SECONDS}s rounds (median decisions/s; commands over all rounds)`,
+  );
+  console.log('');
+  console.log(
+    '| contender | decisions/s | vs best peer | Redis commands / request | vs best peer | attacker attempts let through | legitimate refused |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.name} | ${Math.round(r.rate).toLocaleString('en-US')} | ${(r.rate / bestRate).toFixed(2)}× | ${r.commandsPerRequest.toFixed(3)} | ${(r.commandsPerRequest / bestCommands).toFixed(2)}× | ${r.attackerPassed} | ${r.legitRefused} |`,
+    );
+  }
+  console.log('');
+  report.flood = {
+    processes: PROCESSES,
+    concurrencyPerProcess: CONCURRENCY,
+    attackerShare: 0.9,
+    legitimateClients: PROCESSES * 250,
+    rows,
+    bestPeerRate: bestRate,
+    bestPeerCommandsPerRequest: bestCommands,
+  };
+  report.scenarios.push(
+    {
+      name: `flood decisions/s (${PROCESSES} processes, 90 % locked-out attacker)`,
+      unit: 'decisions/s',
+      higherIsBetter: true,
+      rows: rows.map((r) => ({
+        contender: r.name,
+        value: Math.round(r.rate),
+        isPortcullis: r.ours,
+      })),
+    },
+    {
+      name: 'flood: Redis commands per request',
+      unit: 'commands',
+      higherIsBetter: false,
+      rows: rows.map((r) => ({
+        contender: r.name,
+        value: Number(r.commandsPerRequest.toFixed(3)),
+        isPortcullis: r.ours,
+      })),
+    },
   );
 }
-console.log('');
-console.log(`@portcullis/redis / faster peer: ${(ours.rate / fasterPeer).toFixed(2)}×`);
 
-if (env.BENCH_JSON) {
-  const report = {
-    node: process.version,
-    redis: redisVersion,
-    concurrency: CONCURRENCY,
-    keys: KEYS,
-    rounds: ROUNDS,
-    seconds: SECONDS,
-    contenders: rows.map((r) => ({ ...r, rates: results.get(r.name).rates })),
-    ratioToFasterPeer: ours.rate / fasterPeer,
-  };
-  writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
-}
+if (SCENARIO !== 'flood') await runAllowed();
+if (SCENARIO !== 'allowed') await runFlood();
 
-for (const c of contenders) c.close();
+if (env.BENCH_JSON) writeFileSync(env.BENCH_JSON, `${JSON.stringify(report, null, 2)}\n`);
+writeChartFor('redis', report.scenarios, {
+  title: 'bench/redis: Redis-backed limiting side by side',
+  subtitle:
+    `Allowed: 1 process, every decision allowed. Flood: ${PROCESSES} processes, 90 % of login attempts ` +
+    `from one locked-out attacker. Median of ${ROUNDS} rounds of ${SECONDS}s.`,
+});
+
 admin.disconnect();
 server.stop();
 await Promise.race([once(process, 'beforeExit'), new Promise((r) => setTimeout(r, 100).unref())]);

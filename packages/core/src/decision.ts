@@ -37,19 +37,6 @@ export interface Decision {
   readonly dryRun?: true;
 }
 
-/** The largest small integer V8 stores in a field without a box (2^30 − 1, pointer compression). */
-const SMALL = 0x3fffffff;
-
-/**
- * A decision's numbers are whole (the Redis script returns integers only), but the times come out
- * of arithmetic on clock readings, which V8 keeps as doubles: stored as they are, each would be a
- * heap-allocated box (two per refused decision, measured). `| 0` makes a whole number in range a
- * small integer again; anything larger stays as it is.
- */
-function small(n: number): number {
-  return n >= 0 && n <= SMALL ? n | 0 : n;
-}
-
 /** Builds a decision object with a stable property order (one hidden class on the hot path). */
 export function decision(
   allowed: boolean,
@@ -60,15 +47,7 @@ export function decision(
   resetMs: number,
   key: string,
 ): Decision {
-  return {
-    allowed,
-    reason,
-    limit: small(limit),
-    remaining: small(remaining),
-    retryAfterMs: small(retryAfterMs),
-    resetMs: small(resetMs),
-    key,
-  };
+  return { allowed, reason, limit, remaining, retryAfterMs, resetMs, key };
 }
 
 /** The same decision reported for another key (the limiter's key rather than the store's). */

@@ -57,7 +57,7 @@ export type Unsubscribe = () => unknown;
  *
  * - ioredis / iovalkey:
  *   `(channel, onMessage) => { const sub = redis.duplicate(); sub.on('message', (ch, m) => ch === channel && onMessage(m)); sub.subscribe(channel); return () => sub.disconnect(); }`
- * - node-redis: `async (channel, onMessage) => { const sub = await client.duplicate().connect(); await sub.subscribe(channel, onMessage); return () => sub.destroy(); }`
+ * - node-redis 5, 6: `async (channel, onMessage) => { const sub = client.duplicate(); await sub.connect(); await sub.subscribe(channel, onMessage); return () => sub.destroy(); }` (node-redis 4: `sub.disconnect()`)
  * - ioredis Cluster: the same with `cluster.duplicate()` (classic pub/sub reaches every node).
  */
 export type Subscribe = (channel: string, onMessage: (message: string) => void) => unknown;

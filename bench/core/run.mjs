@@ -74,6 +74,31 @@ function bareMapWindow(limit, windowMs) {
   };
 }
 
+/**
+ * The minimal honest *bounded* fixed window: the clocked Map window that holds at most `max` keys
+ * and forgets the oldest (first in, first out) for each new one. On 100 000 keys through 10 000
+ * entries every call is a miss, a delete and an insert: the floor under any bounded table.
+ */
+function boundedMapWindow(limit, windowMs, max) {
+  const m = new Map();
+  const ring = new Array(max);
+  let head = 0;
+  return (key) => {
+    const now = Date.now();
+    let e = m.get(key);
+    if (e === undefined || now >= e.start + windowMs) {
+      if (e === undefined) {
+        if (m.size >= max) m.delete(ring[head]);
+        ring[head] = key;
+        head = (head + 1) % max;
+      }
+      e = { start: now, count: 0 };
+      m.set(key, e);
+    }
+    return ++e.count <= limit;
+  };
+}
+
 function contenders(limit, maxEntries) {
   const windowMs = 60_000;
   const portcullis = createWindowLimiter({ limit, windowMs, ...(maxEntries && { maxEntries }) });
@@ -85,10 +110,13 @@ function contenders(limit, maxEntries) {
   const fastifyBounded = new FastifyLocalStore(false, false, maxEntries ?? 10_000);
   const map = bareMap(limit);
   const mapWindow = bareMapWindow(limit, windowMs);
+  const boundedWindow = boundedMapWindow(limit, windowMs, maxEntries ?? 10_000);
   const noop = () => {};
   return {
     'bare Map counter': (k) => map(k),
     'bare Map window (Date.now)': (k) => mapWindow(k),
+    [`bounded Map window (${(maxEntries ?? 10_000).toLocaleString('en-US')} keys, FIFO)`]: (k) =>
+      boundedWindow(k),
     portcullis: (k) => portcullis.consume(k),
     'rate-limiter-flexible': (k) => flexible.consume(k).catch(noop),
     'express-rate-limit MemoryStore': (k) => erl.increment(k),
@@ -140,8 +168,11 @@ async function heap(title, make, n = 1_000_000) {
 function failureBench(maxEntries) {
   const limiter = createFailureLimiter(maxEntries === undefined ? {} : { maxEntries });
   const flexible = new RateLimiterMemory({ points: 10, duration: 60 });
+  const floor = boundedMapWindow(10, 60_000, maxEntries ?? 10_000);
   const noop = () => {};
   return {
+    [`bounded Map window (${(maxEntries ?? 10_000).toLocaleString('en-US')} keys, FIFO)`]: (k) =>
+      floor(k),
     'portcullis recordFailure': (k) => limiter.recordFailure(k),
     'rate-limiter-flexible consume': (k) => flexible.consume(k).catch(noop),
   };

@@ -16,7 +16,7 @@
 // BENCH_WS_CLIENTS (16 concurrent clients), BENCH_WS_CLIENT (raw: a hand-framed TCP client,
 // raw-client.mjs, light enough that the server sets the pace; ws: the `ws` client, which here
 // takes a whole core before the server does), BENCH_WS_VARIANTS (bare,guard,guard-proxy,
-// hand-proxy,refused-429,refused-401,frame,connect; also hand-401, connect-proxy), BENCH_WS_PIN
+// hand-proxy,refused-429,refused-401,frame,connect; also hand-401, connect-proxy, frame-weakmap), BENCH_WS_PIN
 // (0 = no taskset pinning), BENCH_WS_MAX_OTHER (15: % of a core other programs may take during a
 // run before it is repeated), BENCH_WS_RETRIES (2), BENCH_WS_PROF (a directory: the server
 // children run with --cpu-prof and write their profiles there), BENCH_WS_LISTENER_N (50 000) and
@@ -62,8 +62,10 @@ const ALL = [
   'frame',
   'connect',
   'connect-proxy',
+  'frame-weakmap',
 ];
-const DEFAULT_VARIANTS = ALL.filter((v) => v !== 'hand-401' && v !== 'connect-proxy');
+const OPTIONAL = ['hand-401', 'connect-proxy', 'frame-weakmap'];
+const DEFAULT_VARIANTS = ALL.filter((v) => !OPTIONAL.includes(v));
 const VARIANTS = (env.BENCH_WS_VARIANTS ?? DEFAULT_VARIANTS.join(',')).split(',');
 const LISTENER_N = Number(env.BENCH_WS_LISTENER_N ?? 50_000);
 const LISTENER_ROUNDS = Number(env.BENCH_WS_LISTENER_ROUNDS ?? 7);
@@ -148,6 +150,14 @@ const SPEC = {
     frame: true,
     expect: 101,
     portcullis: true,
+  },
+  'frame-weakmap': {
+    label: 'first-frame, + a WeakMap entry per socket',
+    twin: 'frame',
+    token: TOKEN,
+    frame: true,
+    expect: 101,
+    portcullis: false,
   },
   'connect-proxy': {
     label: 'createConnectAuth, remote via proxy',

@@ -157,6 +157,22 @@ export async function build(variant, server, wss) {
       plainUpgrade();
       firstFrame(wss);
       return;
+    case 'frame-weakmap': {
+      // `frame` plus what core's client resolver does per socket: one WeakMap entry keyed by the
+      // socket, holding its parsed address (every upgrade is a new socket, so it never hits).
+      plainUpgrade();
+      const peers = new WeakMap();
+      firstFrame(
+        wss,
+        (req) => {
+          if (!peers.has(req.socket))
+            peers.set(req.socket, { ip: req.socket.remoteAddress, loopback: true });
+          return { ok: true };
+        },
+        () => {},
+      );
+      return;
+    }
     case 'connect':
     case 'connect-proxy': {
       plainUpgrade();

@@ -2,7 +2,6 @@ import { safeLogger, tell } from './safe-call.js';
 import type { Logger } from './events.js';
 import {
   type Cidr,
-  canonicalV4,
   cidrContains,
   formatIp,
   type ParsedIp,
@@ -116,31 +115,27 @@ interface Peer extends ClientAddress {
   readonly loopback: boolean;
 }
 
-const peerCache = new WeakMap<object, Peer | null>();
-
-/** How Node spells an IPv4 client on a dual-stack (`::`) server. */
-const MAPPED_V4 = '::ffff:';
+/**
+ * Parsed peers by address text, shared by every resolver. A keep-alive socket hands back the same
+ * address string for each of its requests (a lookup by a string whose hash is already known), and
+ * most clients come back on new connections from an address already parsed. Keyed by the text, not
+ * by the socket: an entry in a WeakMap keyed by short-lived sockets costs about 0.8 µs to make and
+ * collect (measured), which a connection that carries one request (a WebSocket handshake) never
+ * earns back. Bounded: emptied when full, so rotating addresses cannot grow it.
+ */
+const peers = new Map<string, Peer | null>();
+const MAX_PEERS = 4096;
 
 function peerOf(request: RawRequest): Peer | undefined {
-  const socket = request.socket;
-  if (socket == null) return undefined;
-  const addr = socket.remoteAddress;
-  // An IPv4 peer (plain or as Node maps it on a dual-stack server) is scanned in a few ns and is
-  // its own canonical text: cheaper than the cache below, whose entries cost about 0.8 µs each to
-  // make and collect (measured), which a connection that carries one request (a WebSocket
-  // handshake) never earns back.
-  if (typeof addr === 'string') {
-    const text = addr.startsWith(MAPPED_V4) ? addr.slice(MAPPED_V4.length) : addr;
-    const n = canonicalV4(text);
-    if (n !== undefined) return { ip: { v: 4, n, text }, text, loopback: n >>> 24 === 127 };
-  }
-  // Keep-alive connections carry many requests: parse and format an IPv6 address once per socket.
-  const cached = peerCache.get(socket);
+  const addr = request.socket?.remoteAddress;
+  if (typeof addr !== 'string') return undefined;
+  const cached = peers.get(addr);
   if (cached !== undefined) return cached ?? undefined;
-  const ip = typeof addr === 'string' ? parseIp(addr) : undefined;
+  const ip = parseIp(addr);
   const peer =
     ip === undefined ? undefined : { ip, text: formatIp(ip), loopback: parsedIsLoopback(ip) };
-  if (addr !== undefined) peerCache.set(socket, peer ?? null);
+  if (peers.size >= MAX_PEERS) peers.clear();
+  peers.set(addr, peer ?? null);
   return peer;
 }
 

@@ -15,13 +15,21 @@
 // is repeated), BENCH_HTTP_RETRIES (2), BENCH_HTTP_PROF (a directory: the server children run
 // with --cpu-prof and write their profiles there), BENCH_JSON (write the report there),
 // BENCH_CHARTS (directory of the chart http.svg, default bench/charts; 0: no chart).
-import { execFileSync, fork, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { writeChartFor } from '../chart.mjs';
+import {
+  cpuMicros,
+  machineBusyMicros,
+  median,
+  pinSelf,
+  request,
+  serveCpu,
+  startChild,
+  stopChild,
+} from '../lib/child.mjs';
 
 const require = createRequire(import.meta.url);
 const SELF = fileURLToPath(import.meta.url);
@@ -224,12 +232,7 @@ const apps = { express: expressApp, koa: koaApp, fastify: fastifyApp };
 async function serve(framework, variant) {
   const listen = await apps[framework](variant);
   const port = await listen();
-  process.on('message', (m) => {
-    if (m === 'cpu') process.send({ cpu: process.cpuUsage() });
-    // Exiting through process.exit lets --cpu-prof write its profile.
-    else if (m === 'exit') process.exit(0);
-  });
-  process.on('disconnect', () => process.exit(0));
+  serveCpu();
   process.send({ port });
 }
 
@@ -272,63 +275,15 @@ const label = (framework, variant) =>
 /** Portcullis targets of issue 3 (throughput cost, headers on). */
 const TARGET_PCT = { express: 5, koa: 8, fastify: 5 };
 
-function request(child, message, reply) {
-  return new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`server exited (${code})`));
-    const onMessage = (m) => {
-      if (m && reply in m) {
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        resolve(m[reply]);
-      }
-    };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-    if (message !== undefined) child.send(message);
-  });
-}
-
 async function start(framework, variant) {
   const execArgv = PROF ? ['--cpu-prof', '--cpu-prof-dir', PROF] : [];
-  const args = [...execArgv, SELF, '--server', framework, variant];
-  const stdio = ['ignore', 'inherit', 'inherit', 'ipc'];
-  // Pinned, the server runs on core 1 and never shares a core with the load generator (core 0).
-  const child = PIN
-    ? spawn('taskset', ['-c', '1', process.execPath, ...args], { stdio })
-    : fork(SELF, args.slice(execArgv.length + 1), { execArgv, stdio });
+  const child = startChild(SELF, ['--server', framework, variant], { pin: PIN, execArgv });
   const port = await request(child, undefined, 'port');
   return { child, port, url: `http://127.0.0.1:${port}/` };
 }
 
-async function stop({ child }) {
-  if (child.exitCode !== null) return;
-  const exited = once(child, 'exit');
-  child.send('exit');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-const cpuMicros = (u) => u.user + u.system;
-
-/**
- * CPU time the whole machine spent busy (or had stolen by the hypervisor), in µs, from
- * /proc/stat; undefined where there is no /proc. Minus this process and the server, it is what
- * other programs took during a run.
- */
-function machineBusyMicros() {
-  try {
-    const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
-      .slice(0, 200)
-      .split('\n')[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    return (user + nice + system + irq + softirq + steal) * (1e6 / 100); // USER_HZ = 100
-  } catch {
-    return undefined;
-  }
+function stop({ child }) {
+  return stopChild(child);
 }
 
 async function measure(server, seconds) {
@@ -379,11 +334,6 @@ async function load(server, seconds) {
   return best;
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 /**
  * One round: a fresh server process per variant (a process keeps its own luck, code and heap
  * layout and JIT choices, for its whole life: measured here as a steady ±15 % per process), each
@@ -421,17 +371,6 @@ async function benchFramework(framework) {
 }
 
 /** Pins this process (all its threads) to core 0; false when that is not possible here. */
-function pinSelf() {
-  if (env.BENCH_HTTP_PIN === '0' || process.platform !== 'linux' || availableParallelism() < 2)
-    return false;
-  try {
-    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Ratios are taken per cycle against the bare run of the same cycle; a round's ratio is the
  * median of its cycles, and the reported ratio the median of the rounds' ratios.
@@ -543,7 +482,7 @@ function printTable(rows) {
 }
 
 async function main() {
-  PIN = pinSelf();
+  PIN = pinSelf(env.BENCH_HTTP_PIN === '0');
   const perRound = VARIANTS.length * (2 + WARMUP + SLICES * (1 + SECONDS * (1 + RETRIES)));
   const budgetS = FRAMEWORKS.length * ROUNDS * perRound * 2 + 60;
   // Everything is bounded: a stuck server or load generator ends the run with an error.

@@ -1,7 +1,6 @@
 // Pieces shared by the benchmarks that run each server in a child process and load it from the
-// parent (bench/ws; bench/http has its own copies of the same functions): talking to a child over
-// IPC, stopping it, pinning, the machine's busy time, the median. See bench/README.md for the
-// method they serve.
+// parent (bench/http, bench/ws): talking to a child over IPC, stopping it, pinning, the machine's
+// busy time, the median. See bench/README.md for the method they serve.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';

@@ -31,6 +31,7 @@ const keys = Array.from(
  * contender returns promises (rate-limiter-flexible: that is how it is used).
  * The figure is CPU time (user + system, every thread of the process: GC included) per call, not
  * wall time: this machine runs other programs, and a preempted run otherwise counts their time.
+ * Every sample starts after a full collection (`gc()`, the children run with --expose-gc).
  */
 const SYNC_LOOP =
   'return function (fn, keyOf, n) { const c = process.cpuUsage(); for (let i = 0; i < n; i++) fn(keyOf(i), i); const u = process.cpuUsage(c); return ((u.user + u.system) * 1000) / n; }';
@@ -48,6 +49,9 @@ async function time(fn, keyOf, n) {
     loop = new Function(isAsync ? ASYNC_LOOP : SYNC_LOOP)();
     loops.set(fn, loop);
   }
+  // A full collection first: a sample must not pay for the garbage the previous contender left
+  // (a collection it started would go on, on helper threads, during this one's timing).
+  globalThis.gc?.();
   return loop(fn, keyOf, n);
 }
 

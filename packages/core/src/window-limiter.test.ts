@@ -99,6 +99,35 @@ describe('createWindowLimiter', () => {
     }
   });
 
+  it('publishes a refusal on portcullis:limited whenever someone listens, and only then', () => {
+    const clock = manualClock(0);
+    const l = createWindowLimiter({ limit: 1, windowMs: 1000, name: 'hot', clock, timers: clock });
+    expect(l.consume('k')).toMatchObject({ allowed: true });
+    // Nobody listens: the refusal is returned as is.
+    expect(l.consume('k')).toEqual({
+      allowed: false,
+      reason: 'limited',
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 1000,
+      resetMs: 1000,
+      key: 'k',
+    });
+    const seen: unknown[] = [];
+    const listener = (m: unknown) => seen.push(m);
+    subscribe('portcullis:limited', listener);
+    try {
+      clock.advance(400);
+      const d = l.consume('k');
+      expect(d).toMatchObject({ allowed: false, reason: 'limited', retryAfterMs: 600 });
+      expect(seen).toEqual([{ limiter: 'hot', decision: d }]);
+    } finally {
+      unsubscribe('portcullis:limited', listener);
+    }
+    l.consume('k');
+    expect(seen).toHaveLength(1);
+  });
+
   it('namespaces keys in a shared store by name', () => {
     const clock = manualClock(0);
     const store = new MemoryStore({ clock, timers: clock });

@@ -234,9 +234,18 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
   // A private memory store keeps each scope in a table of its own, addressed by the subject alone.
   const memory = ownStore && store instanceof MemoryStore ? store : undefined;
 
+  // The scope met last and its table: most limiters use one scope, so most calls skip the lookup.
+  let lastScope = '';
+  let lastTable: FailureTable | undefined;
+
   /** The table of `scope` in a private memory store (undefined: key by `<scope>:<subject>`). */
   function tableOf(scope: string): FailureTable | undefined {
-    return memory === undefined ? undefined : memory.failureTable(scope);
+    if (memory === undefined) return undefined;
+    if (scope !== lastScope) {
+      lastTable = memory.failureTable(scope);
+      lastScope = scope;
+    }
+    return lastTable;
   }
 
   function exemptDecision(key: string): Decision {
@@ -292,10 +301,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
-    const d =
-      t === undefined
-        ? store.checkFailures(`${namespace}${sc}:${s.key}`, rule)
-        : t.checkFailures(s.key, rule);
+    if (t !== undefined) return finish(sc, s.key, t.checkFailures(s.key, rule));
+    const d = store.checkFailures(`${namespace}${sc}:${s.key}`, rule);
     return mapMaybe(d, (r) => finish(sc, s.key, r));
   }
 
@@ -304,10 +311,9 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
-    const d =
-      t === undefined
-        ? store.recordFailure(`${namespace}${sc}:${s.key}`, rule)
-        : t.recordFailure(s.key, rule);
+    // A private memory table answers at once: no closure to allocate for a promise that never is.
+    if (t !== undefined) return afterFailure(sc, s.key, t.recordFailure(s.key, rule));
+    const d = store.recordFailure(`${namespace}${sc}:${s.key}`, rule);
     return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
   }
 
@@ -321,10 +327,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
-    const d =
-      t === undefined
-        ? store.recordSuccess(`${namespace}${sc}:${s.key}`, rule)
-        : t.recordSuccess(s.key, rule);
+    if (t !== undefined) return finish(sc, s.key, t.recordSuccess(s.key, rule));
+    const d = store.recordSuccess(`${namespace}${sc}:${s.key}`, rule);
     return mapMaybe(d, (r) => finish(sc, s.key, r));
   }
 

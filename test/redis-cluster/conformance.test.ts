@@ -10,6 +10,13 @@ import { type Decision, type FailureRule, MemoryStore, type WindowRule } from '@
 import { describeStoreConformance, manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  failureRule,
+  oneRuleEach,
+  type Op as SharedOp,
+  opArb,
+  twoRulesEach,
+} from '../../packages/redis/src/equivalence-ops.test-util.js';
 import { RedisStore } from '../../packages/redis/src/index.js';
 import { uniquePrefix } from '../redis/helpers.js';
 import {
@@ -24,83 +31,12 @@ import {
   startCluster,
 } from './harness.js';
 
-type Op =
-  | { t: 'consume'; key: number; rule: number; cost: number; wait: boolean }
-  | { t: 'peek'; key: number; rule: number; wait: boolean }
-  | { t: 'check'; key: number; frule: number; wait: boolean }
-  | { t: 'record'; key: number; frule: number }
-  | { t: 'success'; key: number; frule: number }
-  | { t: 'delete'; key: number }
-  | { t: 'advance'; ms: number }
-  | { t: 'rewind'; ms: number };
+type Op = SharedOp<number>;
 
-// The generators of packages/redis/src/equivalence.test.ts (keys are indices here: each run maps
-// them to three names whose slots are served by three different primaries).
-const windowRule = (algorithm: WindowRule['algorithm']) =>
-  fc.record({
-    algorithm: fc.constant(algorithm),
-    limit: fc.integer({ min: 1, max: 12 }),
-    windowMs: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.constantFrom(1000, 60_000, 7)),
-  });
-const failureRule = fc.record({
-  maxAttempts: fc.integer({ min: 1, max: 6 }),
-  windowMs: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constant(1000)),
-  lockoutMs: fc.integer({ min: 1, max: 6000 }),
-});
-const key = fc.nat(2);
-const op: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      t: fc.constant('consume' as const),
-      key,
-      rule: fc.nat(5),
-      cost: fc.integer({ min: 1, max: 14 }),
-      wait: fc.boolean(),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('peek' as const),
-      key,
-      rule: fc.nat(5),
-      wait: fc.boolean(),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('check' as const),
-      key,
-      frule: fc.nat(1),
-      wait: fc.boolean(),
-    }),
-  },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('record' as const), key, frule: fc.nat(1) }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({ t: fc.constant('success' as const), key, frule: fc.nat(1) }),
-  },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), key }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('rewind' as const),
-      ms: fc.oneof(fc.integer({ min: 1, max: 6000 }), fc.constantFrom(1, 1000, 3_600_000)),
-    }),
-  },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      t: fc.constant('advance' as const),
-      ms: fc.oneof(
-        fc.integer({ min: 0, max: 3000 }),
-        fc.constantFrom(0, 1, 999, 1000, 1001, 2000, 5000, 60_000),
-      ),
-    }),
-  },
-);
+// The operations of packages/redis/src/equivalence.test.ts without refunds and repeats (keys are
+// indices here: each run maps them to three names whose slots are served by three different
+// primaries).
+const op = opArb(fc.nat(2), { refunds: false, repeats: false });
 
 /** Runs per property and client (the single-Redis suite makes 300). */
 const RUNS = 100;
@@ -285,11 +221,7 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
       it('equals MemoryStore on random operation sequences, keys on three primaries', async () => {
         await fc.assert(
           fc.asyncProperty(
-            fc.tuple(
-              windowRule('fixed-window'),
-              windowRule('sliding-window'),
-              windowRule('token-bucket'),
-            ),
+            oneRuleEach,
             failureRule,
             fc.array(op, { minLength: 1, maxLength: 40 }),
             (rules, frule, ops) => run(rules, [frule], ops),
@@ -301,14 +233,7 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
       it('equals MemoryStore when a key meets a second rule of its kind (reconfigure)', async () => {
         await fc.assert(
           fc.asyncProperty(
-            fc.tuple(
-              windowRule('fixed-window'),
-              windowRule('sliding-window'),
-              windowRule('token-bucket'),
-              windowRule('fixed-window'),
-              windowRule('sliding-window'),
-              windowRule('token-bucket'),
-            ),
+            twoRulesEach,
             fc.tuple(failureRule, failureRule),
             fc.array(op, { minLength: 1, maxLength: 40 }),
             (rules, frules, ops) => run(rules, frules, ops),

@@ -27,6 +27,13 @@ import {
   uniquePrefix,
 } from '../../../test/redis/helpers.js';
 import { RedisStore, type SendCommand, type Subscribe } from './index.js';
+import {
+  failureRule,
+  oneRuleEach,
+  type Op as SharedOp,
+  opArb,
+  twoRulesEach,
+} from './equivalence-ops.test-util.js';
 
 /** How the Redis side runs: deny table off, on, or two processes sharing Redis. */
 type Mode = 'off' | 'on' | 'two';
@@ -56,122 +63,13 @@ async function subscriber() {
   return { subscribe, received: () => received, ready: () => subscribed };
 }
 
-type Op =
-  | { t: 'consume'; key: string; rule: number; cost: number; wait: boolean }
-  | { t: 'peek'; key: string; rule: number; wait: boolean }
-  | {
-      t: 'refund';
-      key: string;
-      rule: number;
-      cost: number;
-      ago: number;
-      /** Measure `ago` from the n-th latest consume of the key (± 1 ms), not from now. */
-      since: { n: number; delta: number } | null;
-      check: boolean;
-    }
-  | { t: 'check'; key: string; frule: number; wait: boolean }
-  | { t: 'record'; key: string; frule: number }
-  | { t: 'success'; key: string; frule: number }
-  | { t: 'delete'; key: string }
-  /** The latest consume, peek, check, record or success, again, `n` times (a client hammering). */
-  | { t: 'again'; n: number }
-  | { t: 'advance'; ms: number }
-  | { t: 'rewind'; ms: number };
+type Op = SharedOp<string>;
 
 // The first property uses one rule per algorithm per run: a key may change algorithm, but never
 // meets two rules of the same algorithm (limiters keep one rule per name, and the name is in the
 // key). The second gives each algorithm and the failure log two rules, as a limiter reconfigured
 // live (`reconfigure`) does.
-const windowRule = (algorithm: WindowRule['algorithm']) =>
-  fc.record({
-    algorithm: fc.constant(algorithm),
-    limit: fc.integer({ min: 1, max: 12 }),
-    windowMs: fc.oneof(fc.integer({ min: 1, max: 5000 }), fc.constantFrom(1000, 60_000, 7)),
-  });
-
-const failureRule = fc.record({
-  maxAttempts: fc.integer({ min: 1, max: 6 }),
-  windowMs: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constant(1000)),
-  lockoutMs: fc.integer({ min: 1, max: 6000 }),
-});
-
-const key = fc.constantFrom('a', 'b', 'c');
-
-const op: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      t: fc.constant('consume' as const),
-      key,
-      rule: fc.nat(5),
-      cost: fc.integer({ min: 1, max: 14 }),
-      wait: fc.boolean(),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('peek' as const),
-      key,
-      rule: fc.nat(5),
-      wait: fc.boolean(),
-    }),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      t: fc.constant('refund' as const),
-      key,
-      rule: fc.nat(5),
-      cost: fc.integer({ min: 1, max: 14 }),
-      ago: fc.oneof(
-        fc.integer({ min: 0, max: 6000 }),
-        fc.constantFrom(0, 1, 999, 1000, 1001, 2000, 60_000),
-      ),
-      since: fc.option(fc.record({ n: fc.nat(3), delta: fc.integer({ min: -1, max: 1 }) })),
-      check: fc.boolean(),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('check' as const),
-      key,
-      frule: fc.nat(1),
-      wait: fc.boolean(),
-    }),
-  },
-  {
-    weight: 4,
-    arbitrary: fc.record({ t: fc.constant('record' as const), key, frule: fc.nat(1) }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({ t: fc.constant('success' as const), key, frule: fc.nat(1) }),
-  },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), key }) },
-  {
-    weight: 4,
-    arbitrary: fc.record({ t: fc.constant('again' as const), n: fc.integer({ min: 1, max: 5 }) }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      t: fc.constant('rewind' as const),
-      ms: fc.oneof(fc.integer({ min: 1, max: 6000 }), fc.constantFrom(1, 1000, 3_600_000)),
-    }),
-  },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      t: fc.constant('advance' as const),
-      ms: fc.oneof(
-        fc.integer({ min: 0, max: 3000 }),
-        fc.constantFrom(0, 1, 999, 1000, 1001, 2000, 5000, 60_000),
-      ),
-    }),
-  },
-);
+const op = opArb(fc.constantFrom('a', 'b', 'c'));
 
 /** The longest wait a window rule can advertise: one window; two for the sliding window. */
 const span = (rule: WindowRule) =>
@@ -405,11 +303,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     it('every decision is identical, field for field', async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.tuple(
-            windowRule('fixed-window'),
-            windowRule('sliding-window'),
-            windowRule('token-bucket'),
-          ),
+          oneRuleEach,
           failureRule,
           fc.array(op, { minLength: 1, maxLength: 40 }),
           fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
@@ -426,14 +320,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
       it('every decision is identical when a key meets a second rule of its kind (reconfigure)', async () => {
         await fc.assert(
           fc.asyncProperty(
-            fc.tuple(
-              windowRule('fixed-window'),
-              windowRule('sliding-window'),
-              windowRule('token-bucket'),
-              windowRule('fixed-window'),
-              windowRule('sliding-window'),
-              windowRule('token-bucket'),
-            ),
+            twoRulesEach,
             fc.tuple(failureRule, failureRule),
             fc.array(op, { minLength: 1, maxLength: 40 }),
             fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),

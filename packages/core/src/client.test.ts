@@ -34,6 +34,24 @@ describe('resolveClient', () => {
     expect(resolveClient(req('::ffff:203.0.113.5'))).toMatchObject({ ip: '203.0.113.5' });
   });
 
+  it('resolves every peer right through the bounded cache of parsed addresses', () => {
+    // More distinct peers than the cache holds (it empties when full), each resolved twice.
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 5000; i++) {
+        const v4 = `10.${(i >> 8) & 255}.${i & 255}.7`;
+        expect(resolveClient(req(v4)).ip).toBe(v4);
+        expect(resolveClient(req(`::ffff:${v4}`)).ip).toBe(v4);
+      }
+    }
+    expect(resolveClient(req('::1')).directLocal).toBe(true);
+    expect(resolveClient(req('127.0.0.1')).directLocal).toBe(true);
+    // Junk is no address, however long, cached or not.
+    expect(resolveClient(req('x'.repeat(100_000))).ip).toBeUndefined();
+    expect(resolveClient(req('x'.repeat(100_000))).ip).toBeUndefined();
+    expect(resolveClient(req('not-an-ip')).ip).toBeUndefined();
+    expect(resolveClient(req('not-an-ip')).ip).toBeUndefined();
+  });
+
   it('behind a trusted proxy the right-most untrusted hop is the client', () => {
     const r = createClientResolver(proxy);
     expect(r(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.9' }))).toEqual({

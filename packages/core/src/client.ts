@@ -134,6 +134,9 @@ function peerOf(request: RawRequest): Peer | undefined {
   const ip = parseIp(addr);
   const peer =
     ip === undefined ? undefined : { ip, text: formatIp(ip), loopback: parsedIsLoopback(ip) };
+  // Only address-sized texts are kept (an IPv6 address with a zone is under 64 characters), so
+  // that whatever a caller passes as a socket, the cache stays small.
+  if (addr.length > 64) return peer;
   if (peers.size >= MAX_PEERS) peers.clear();
   peers.set(addr, peer ?? null);
   return peer;

@@ -187,6 +187,23 @@ describe('failure tables', () => {
     ]);
   });
 
+  it('let a status page delete keys while it walks the protected ones', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ clock, timers: clock });
+    const login = store.failureTable('login');
+    if (login === undefined) throw new Error('no failure table');
+    for (const ip of ['10.0.0.1', '10.0.0.2', '10.0.0.3'])
+      for (let i = 0; i < 3; i++) login.recordFailure(ip, failureRule);
+    const seen: string[] = [];
+    for (const p of store.protectedKeys()) {
+      seen.push(p.key);
+      login.delete(p.key.slice('login:'.length)); // an "unlock all"
+    }
+    expect(seen).toEqual(['login:10.0.0.1', 'login:10.0.0.2', 'login:10.0.0.3']);
+    expect([...store.protectedKeys()]).toEqual([]);
+    expect(store.size()).toBe(0);
+  });
+
   it('are handed out for 64 names; past that the caller prefixes keys itself', () => {
     const store = new MemoryStore();
     for (let i = 0; i < 64; i++) expect(store.failureTable(`s${i}`)).toBeDefined();

@@ -39,7 +39,7 @@ import {
 } from './algorithms/token-bucket.js';
 import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
 import { type Decision, decision } from './decision.js';
-import { integer, parseOptions, withMethods } from './options.js';
+import { integer, parseOptions, timerDelay, withMethods } from './options.js';
 import type { FailureDecision, FailureRule, Store, WindowRule } from './store.js';
 
 /** Options of {@link MemoryStore}. */
@@ -76,9 +76,9 @@ type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
 type State = FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
 
 /**
- * One key's entry. Slots are pooled: a slot whose key went (expired, deleted, evicted) is reused,
- * state object and failure log included, for the next new key, so a table that churns (a flood of
- * new clients) allocates nothing that lives longer than a call but the key strings themselves.
+ * One key's entry, its state inside. Slots are pooled: a slot whose key went (expired, deleted,
+ * evicted) is reused, failure log included, for the next new key, so a table that churns (a flood
+ * of new clients) allocates nothing that lives longer than a call but the key strings themselves.
  */
 class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, FailureState {
   /** The table holding the slot (the store's own, or a failure table's) and the key there. */
@@ -131,12 +131,9 @@ function newLog(): number[] {
   return log;
 }
 
-/** The longest delay a Node timer holds; a longer one fires after 1 ms instead. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 const memoryStoreSpec = {
   maxEntries: integer(1),
-  sweepIntervalMs: integer(1, MAX_TIMER_MS),
+  sweepIntervalMs: timerDelay(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
 };
@@ -214,9 +211,8 @@ export class MemoryStore implements Store {
       // window test above uses this call's rule, so a key met again under a shorter window rolls;
       // under a longer one, whose expiry must move, it goes the slow way, as the Redis script does;
       // so does a start in the future, left by a clock that stepped back, which is clamped.)
-      const state = slot;
-      const d = fixedWindowConsume(state, now, rule, cost, key);
-      if (d.allowed && state.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
+      const d = fixedWindowConsume(slot, now, rule, cost, key);
+      if (d.allowed && slot.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
       return d;
     }
     return this.#consumeSlow(key, rule, cost, now, slot);
@@ -297,9 +293,8 @@ export class MemoryStore implements Store {
     this.#clamp(slot, rule, now);
     switch (rule.algorithm) {
       case 'fixed-window': {
-        const state = slot;
-        fixedWindowRefund(state, now, rule, cost, agoMs);
-        this.#put(slot, state, now, slot.expiresAt, fixedWindowBlockedUntil(state, rule), rule);
+        fixedWindowRefund(slot, now, rule, cost, agoMs);
+        this.#put(slot, slot, now, slot.expiresAt, fixedWindowBlockedUntil(slot, rule), rule);
         return;
       }
       case 'sliding-window': {
@@ -406,9 +401,8 @@ export class MemoryStore implements Store {
       if (!this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
       slot = this.#claim(table, prefix, key, 'failure', rule);
     }
-    const state = slot;
-    const d = failureRecord(state, now, rule, key);
-    this.#put(slot, state, now, failureExpiresAt(state, rule), state.lockedUntil, rule);
+    const d = failureRecord(slot, now, rule, key);
+    this.#put(slot, slot, now, failureExpiresAt(slot, rule), slot.lockedUntil, rule);
     return d;
   }
 
@@ -450,11 +444,19 @@ export class MemoryStore implements Store {
   /** Read-only view of the keys under lockout or block, for status pages. */
   *protectedKeys(): IterableIterator<{ key: string; kind: Kind; untilMs: number }> {
     const now = this.#now();
+    // Collected before the first yield: a caller may delete keys between two (an "unlock all"),
+    // and a deleted slot's link leads into the free list.
+    const found: { key: string; kind: Kind; untilMs: number }[] = [];
     for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
       if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil > now)
-        yield { key: slot.prefix + slot.key, kind: slot.kind, untilMs: slot.protectedUntil - now };
+        found.push({
+          key: slot.prefix + slot.key,
+          kind: slot.kind,
+          untilMs: slot.protectedUntil - now,
+        });
     }
+    yield* found;
   }
 
   /** The clock's time; a step back forgets the saturation instant, which may lie far ahead. */
@@ -474,31 +476,27 @@ export class MemoryStore implements Store {
     let protectedUntil: number;
     switch (slot.kind) {
       case 'fixed-window': {
-        const state = slot;
-        if (!fixedWindowClamp(state, now)) return;
-        expiresAt = fixedWindowExpiresAt(state, rule as WindowRule);
-        protectedUntil = fixedWindowBlockedUntil(state, rule as WindowRule);
+        if (!fixedWindowClamp(slot, now)) return;
+        expiresAt = fixedWindowExpiresAt(slot, rule as WindowRule);
+        protectedUntil = fixedWindowBlockedUntil(slot, rule as WindowRule);
         break;
       }
       case 'sliding-window': {
-        const state = slot;
-        if (!slidingWindowClamp(state, now)) return;
-        expiresAt = slidingWindowExpiresAt(state, rule as WindowRule);
-        protectedUntil = slidingWindowBlockedUntil(state, now, rule as WindowRule);
+        if (!slidingWindowClamp(slot, now)) return;
+        expiresAt = slidingWindowExpiresAt(slot, rule as WindowRule);
+        protectedUntil = slidingWindowBlockedUntil(slot, now, rule as WindowRule);
         break;
       }
       case 'token-bucket': {
-        const state = slot;
-        if (!tokenBucketClamp(state, now)) return;
-        expiresAt = tokenBucketExpiresAt(state, rule as WindowRule);
-        protectedUntil = tokenBucketBlockedUntil(state, rule as WindowRule);
+        if (!tokenBucketClamp(slot, now)) return;
+        expiresAt = tokenBucketExpiresAt(slot, rule as WindowRule);
+        protectedUntil = tokenBucketBlockedUntil(slot, rule as WindowRule);
         break;
       }
       default: {
-        const state = slot;
-        if (!failureClamp(state, now, rule as FailureRule)) return;
-        expiresAt = failureExpiresAt(state, rule as FailureRule);
-        protectedUntil = state.lockedUntil;
+        if (!failureClamp(slot, now, rule as FailureRule)) return;
+        expiresAt = failureExpiresAt(slot, rule as FailureRule);
+        protectedUntil = slot.lockedUntil;
       }
     }
     slot.expiresAt = expiresAt;
@@ -593,7 +591,7 @@ export class MemoryStore implements Store {
 
   /**
    * A slot for a new `key` (room must have been made), reset to an absent key's state: a pooled
-   * one when a key went before, its state object reused when it held the same kind.
+   * one when a key went before (its failure log emptied and kept), else a new one.
    */
   #claim(
     table: Map<string, Slot>,

@@ -2,7 +2,7 @@ import { safeLogger } from './safe-call.js';
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecision } from './events.js';
-import { canonicalV4, parseIp, parsedIsLoopback, subnetKey } from './ip.js';
+import { parseIp, parsedIsLoopback, subnetKey } from './ip.js';
 import { boundedKey } from './keys.js';
 import { claimName, limiterStore } from './limiter-store.js';
 import { type FailureTable, MemoryStore } from './memory-store.js';
@@ -218,13 +218,9 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const raw = typeof subject === 'string' ? subject : subject?.key;
     if (typeof raw !== 'string')
       throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
-    const vouched = typeof subject === 'string' || subject.exempt === true;
-    // The common case, a canonical IPv4 address, is its own key: nothing to parse into or format.
-    const v4 = canonicalV4(raw);
-    if (v4 !== undefined)
-      return { key: raw, exempt: config.exemptLoopback && vouched && v4 >>> 24 === 127 };
     const ip = parseIp(raw);
     if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
+    const vouched = typeof subject === 'string' || subject.exempt === true;
     return {
       key: subnetKey(ip, config.ipv6Subnet),
       exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip),

@@ -90,14 +90,6 @@ function parseV6(text: string): number[] | undefined {
   return [...head, ...new Array<number>(missing).fill(0), ...tail];
 }
 
-/**
- * The 32-bit value of an IPv4 address written canonically (dotted decimal, no leading zeros), else
- * undefined; for hot paths that can then use the text itself as the canonical key.
- */
-export function canonicalV4(text: string): number | undefined {
-  return parseV4(text);
-}
-
 /** Parses a bare IPv4 or IPv6 address (no brackets, no port). IPv4-mapped IPv6 becomes IPv4. */
 export function parseIp(text: string): ParsedIp | undefined {
   if (typeof text !== 'string' || text.length === 0 || text.length > MAX_TEXT) return undefined;

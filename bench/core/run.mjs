@@ -14,6 +14,13 @@ const { MemoryStore: ErlMemoryStore } = require('express-rate-limit');
 const FastifyLocalStore = require('@fastify/rate-limit/store/LocalStore.js');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+/**
+ * Processes per timing scenario. One process's figures can sit 20–40 % above another's for the
+ * same code (where V8 happened to inline and place it, measured: bench/README.md), for every
+ * contender differently, so a scenario runs in several processes and each contender's figure is
+ * the median of its per-process medians.
+ */
+const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
 const N = Number(process.env.BENCH_N ?? 300_000);
 const KEYS = 100_000;
 /** A limit no run reaches; limit × windowMs stays under 2^53, which Portcullis requires. */
@@ -311,21 +318,34 @@ function spawnJob(id) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
+/** One scenario's figures from several processes: per contender, the median of their medians. */
+function mergeProcesses(outs) {
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return {
+    title: outs[0].title,
+    rows: outs[0].rows.map(({ name }) => ({
+      name,
+      ns: median(outs.map((o) => o.rows.find((r) => r.name === name).ns)),
+      perProcess: outs.map((o) => Number(o.rows.find((r) => r.name === name).ns.toFixed(1))),
+    })),
+  };
+}
+
 async function main() {
   if (process.env.BENCH_CORE_JOB) return runJob(process.env.BENCH_CORE_JOB);
   const results = [];
   const heaps = [];
   for (const [id] of jobs()) {
     process.stderr.write(`bench/core: ${id}\n`);
-    const out = spawnJob(id);
-    if (id.startsWith('heap:')) heaps.push(out);
-    else results.push(out);
+    if (id.startsWith('heap:')) heaps.push(spawnJob(id));
+    else results.push(mergeProcesses(Array.from({ length: PROCESSES }, () => spawnJob(id))));
   }
 
   const report = {
     date: new Date().toISOString(),
     node: process.version,
     rounds: ROUNDS,
+    processes: PROCESSES,
     n: N,
     // The measurements: ns per call of every contender, per scenario.
     timings: [],
@@ -388,7 +408,7 @@ async function main() {
     subtitle:
       "Each bar: the contender's ns per call divided by Portcullis's (dashed line: 1×, Portcullis). " +
       'A bar at 3× is a contender 3× slower than Portcullis; below 1× it is faster. ' +
-      `Median of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${N.toLocaleString('en-US')} calls` +
+      `Median of ${PROCESSES} process${PROCESSES === 1 ? '' : 'es'} × ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${N.toLocaleString('en-US')} calls` +
       `${globalThis.gc ? '; heap growth in MB' : ''}; ` +
       `Node ${process.version}, ${report.date.slice(0, 10)}.`,
   });

@@ -18,10 +18,11 @@ const MAX_TEXT = 100;
 
 /**
  * Strict dotted-quad IPv4: four decimal parts of 0–255 without leading zeros, so the only accepted
- * spelling of an address is its canonical one. A character scan rather than a regular expression:
- * this runs once per request on the hot path and allocates nothing.
+ * spelling of an address is its canonical one, and the value (0 to 2^32 − 1) maps back to exactly
+ * that text. A character scan rather than a regular expression: this runs once per request on the
+ * hot path and allocates nothing.
  */
-function parseV4(text: string): number | undefined {
+export function parseV4(text: string): number | undefined {
   const len = text.length;
   if (len < 7 || len > 15) return undefined;
   let n = 0;

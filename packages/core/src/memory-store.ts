@@ -39,6 +39,7 @@ import {
 } from './algorithms/token-bucket.js';
 import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
 import { type Decision, decision } from './decision.js';
+import { KeyIndex } from './key-index.js';
 import { integer, parseOptions, timerDelay, withMethods } from './options.js';
 import type { FailureDecision, FailureRule, Store, WindowRule } from './store.js';
 
@@ -82,8 +83,10 @@ type State = FixedWindowState | SlidingWindowState | TokenBucketState | FailureS
  */
 class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, FailureState {
   /** The table holding the slot (the store's own, or a failure table's) and the key there. */
-  table: Map<string, Slot>;
+  table: KeyIndex<Slot>;
   key = '';
+  /** `table.numberOf(key)`, kept so that evicting the slot does not read its key's text again. */
+  number = 0;
   /** Shown before `key` outside the table (`<scope>:` for a failure table's slots). */
   prefix = '';
   kind: Kind;
@@ -110,7 +113,7 @@ class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, Fa
   /** Neighbours in eviction order (oldest first); in the free list, `newer` links free slots. */
   older: Slot | undefined = undefined;
   newer: Slot | undefined = undefined;
-  constructor(table: Map<string, Slot>, kind: Kind, rule: WindowRule | FailureRule) {
+  constructor(table: KeyIndex<Slot>, kind: Kind, rule: WindowRule | FailureRule) {
     this.table = table;
     this.kind = kind;
     this.rule = rule;
@@ -143,12 +146,12 @@ const memoryStoreSpec = {
  * `unref()`ed sweep timer. Every answer is a plain {@link Decision}, never a promise.
  */
 export class MemoryStore implements Store {
-  readonly #slots = new Map<string, Slot>();
+  readonly #slots = new KeyIndex<Slot>();
   /** Keys held in every table together: what `maxEntries` bounds. */
   #count = 0;
   /** The failure tables handed out by {@link MemoryStore.failureTable}, by name. */
   readonly #tables = new Map<string, FailureTable>();
-  readonly #tableMaps: Map<string, Slot>[] = [];
+  readonly #tableMaps: KeyIndex<Slot>[] = [];
   /*
    * Eviction order (oldest first) as a doubly linked list through the slots: unlinking a deleted
    * key and evicting the oldest are O(1). Map iteration cannot serve: after many deletes it walks
@@ -365,7 +368,7 @@ export class MemoryStore implements Store {
   failureTable(name: string): FailureTable | undefined {
     const known = this.#tables.get(name);
     if (known !== undefined || this.#tables.size >= 64) return known;
-    const table = new Map<string, Slot>();
+    const table = new KeyIndex<Slot>();
     const prefix = `${name}:`;
     const view: FailureTable = {
       checkFailures: (key, rule) => this.#checkFailures(table, key, rule),
@@ -381,7 +384,7 @@ export class MemoryStore implements Store {
     return view;
   }
 
-  #checkFailures(table: Map<string, Slot>, key: string, rule: FailureRule): Decision {
+  #checkFailures(table: KeyIndex<Slot>, key: string, rule: FailureRule): Decision {
     const now = this.#now();
     const slot = this.#liveFailure(table, key, now, rule);
     if (slot === undefined && !this.#hasRoom(now))
@@ -390,7 +393,7 @@ export class MemoryStore implements Store {
   }
 
   #recordFailure(
-    table: Map<string, Slot>,
+    table: KeyIndex<Slot>,
     prefix: string,
     key: string,
     rule: FailureRule,
@@ -406,7 +409,7 @@ export class MemoryStore implements Store {
     return d;
   }
 
-  #recordSuccess(table: Map<string, Slot>, key: string, rule: FailureRule): Decision {
+  #recordSuccess(table: KeyIndex<Slot>, key: string, rule: FailureRule): Decision {
     const now = this.#now();
     const slot = this.#liveFailure(table, key, now, rule);
     const d = failureSuccess(slot, now, rule, key);
@@ -504,7 +507,7 @@ export class MemoryStore implements Store {
     if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
   }
 
-  #live(table: Map<string, Slot>, key: string, kind: Kind, now: number): Slot | undefined {
+  #live(table: KeyIndex<Slot>, key: string, kind: Kind, now: number): Slot | undefined {
     const slot = table.get(key);
     if (slot === undefined) return undefined;
     if (slot.kind !== kind || now >= slot.expiresAt) {
@@ -515,7 +518,7 @@ export class MemoryStore implements Store {
   }
 
   #liveFailure(
-    table: Map<string, Slot>,
+    table: KeyIndex<Slot>,
     key: string,
     now: number,
     rule: FailureRule,
@@ -594,7 +597,7 @@ export class MemoryStore implements Store {
    * one when a key went before (its failure log emptied and kept), else a new one.
    */
   #claim(
-    table: Map<string, Slot>,
+    table: KeyIndex<Slot>,
     prefix: string,
     key: string,
     kind: Kind,
@@ -613,6 +616,7 @@ export class MemoryStore implements Store {
     if (kind === 'failure' && slot.log === NO_LOG) slot.log = newLog();
     slot.table = table;
     slot.key = key;
+    slot.number = table.numberOf(key);
     slot.prefix = prefix;
     slot.expiresAt = 0;
     slot.protectedUntil = 0;
@@ -629,7 +633,7 @@ export class MemoryStore implements Store {
 
   /** Forgets a held slot: out of the table and the eviction order, into the pool. */
   #drop(slot: Slot): void {
-    slot.table.delete(slot.key);
+    slot.table.deleteNumbered(slot.key, slot.number);
     this.#count--;
     this.#unlink(slot);
     slot.key = '';

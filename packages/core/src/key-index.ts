@@ -23,8 +23,16 @@ const MIN_BUCKETS = 16;
  * the addresses a client can use at all are few: see SECURITY.md).
  */
 class NumberTable<V> {
-  #keys = new Int32Array(MIN_BUCKETS);
-  #values: (V | undefined)[] = new Array<V | undefined>(MIN_BUCKETS).fill(undefined);
+  /*
+   * Bucket b holds its key at 2b and, at 2b + 1, 1 + the index of its value in `#values` (0: the
+   * bucket is empty). Buckets are 8 bytes, so a large table stays small enough to stay in cache
+   * (a table of JS values, 16 bytes a bucket, took 400 ns per hit at 100 000 keys instead of 240),
+   * and values are kept densely in the order they came, as a Map keeps its entries.
+   */
+  #buckets = new Int32Array(2 * MIN_BUCKETS);
+  readonly #values: (V | undefined)[] = [];
+  /** Indices of `#values` freed by deletes, reused last freed first (its cache line is warm). */
+  readonly #free: number[] = [];
   #mask = MIN_BUCKETS - 1;
   #shift = 32 - Math.log2(MIN_BUCKETS);
   #count = 0;
@@ -47,79 +55,93 @@ class NumberTable<V> {
 
   /** The bucket holding `key`, or -1. */
   #find(key: number): number {
-    const keys = this.#keys;
-    const values = this.#values;
+    const buckets = this.#buckets;
     const mask = this.#mask;
     for (let i = this.#home(key); ; i = (i + 1) & mask) {
-      if (values[i] === undefined) return -1;
-      if (keys[i] === key) return i;
+      if (buckets[2 * i + 1] === 0) return -1;
+      if (buckets[2 * i] === key) return i;
     }
   }
 
   get(key: number): V | undefined {
     const i = this.#find(key);
-    return i === -1 ? undefined : this.#values[i];
+    return i === -1 ? undefined : this.#values[(this.#buckets[2 * i + 1] as number) - 1];
   }
 
   set(key: number, value: V): void {
-    const keys = this.#keys;
-    const values = this.#values;
+    const buckets = this.#buckets;
     const mask = this.#mask;
     let i = this.#home(key);
-    for (; values[i] !== undefined; i = (i + 1) & mask) {
-      if (keys[i] === key) {
-        values[i] = value;
+    for (; buckets[2 * i + 1] !== 0; i = (i + 1) & mask) {
+      if (buckets[2 * i] === key) {
+        this.#values[(buckets[2 * i + 1] as number) - 1] = value;
         return;
       }
     }
-    keys[i] = key;
-    values[i] = value;
+    const ref = this.#free.length > 0 ? (this.#free.pop() as number) : this.#values.length;
+    if (ref === this.#values.length) this.#values.push(value);
+    else this.#values[ref] = value;
+    buckets[2 * i] = key;
+    buckets[2 * i + 1] = ref + 1;
     this.#count++;
-    if (this.#count * 2 > values.length) this.#resize(values.length * 2);
+    if (this.#count * 4 > buckets.length) this.#resize(buckets.length);
   }
 
   delete(key: number): boolean {
     let i = this.#find(key);
     if (i === -1) return false;
-    const keys = this.#keys;
-    const values = this.#values;
+    const buckets = this.#buckets;
     const mask = this.#mask;
+    const ref = (buckets[2 * i + 1] as number) - 1;
+    this.#values[ref] = undefined;
+    this.#free.push(ref);
     // Backward shift: every later entry of the run that may sit at `i` moves up, so that a probe
     // never meets a hole before the key it looks for.
-    for (let j = (i + 1) & mask; values[j] !== undefined; j = (j + 1) & mask) {
-      const home = this.#home(keys[j] as number);
+    for (let j = (i + 1) & mask; buckets[2 * j + 1] !== 0; j = (j + 1) & mask) {
+      const home = this.#home(buckets[2 * j] as number);
       if (((j - home) & mask) >= ((j - i) & mask)) {
-        keys[i] = keys[j] as number;
-        values[i] = values[j];
+        buckets[2 * i] = buckets[2 * j] as number;
+        buckets[2 * i + 1] = buckets[2 * j + 1] as number;
         i = j;
       }
     }
-    values[i] = undefined;
+    buckets[2 * i] = 0;
+    buckets[2 * i + 1] = 0;
     this.#count--;
-    if (values.length > MIN_BUCKETS && this.#count * 8 < values.length)
-      this.#resize(values.length / 2);
+    if (buckets.length > 2 * MIN_BUCKETS && this.#count * 16 < buckets.length)
+      this.#resize(buckets.length / 4);
+    if (this.#count === 0) {
+      // Nothing held: the value list starts again, so that it never outgrows the table for good.
+      this.#values.length = 0;
+      this.#free.length = 0;
+    }
     return true;
   }
 
   clear(): void {
-    this.#keys = new Int32Array(MIN_BUCKETS);
-    this.#values = new Array<V | undefined>(MIN_BUCKETS).fill(undefined);
+    this.#buckets = new Int32Array(2 * MIN_BUCKETS);
+    this.#values.length = 0;
+    this.#free.length = 0;
     this.#mask = MIN_BUCKETS - 1;
     this.#shift = 32 - Math.log2(MIN_BUCKETS);
     this.#count = 0;
   }
 
+  /** Rehashes into `buckets` buckets (each value keeps its index). */
   #resize(buckets: number): void {
-    const oldKeys = this.#keys;
-    const oldValues = this.#values;
-    this.#keys = new Int32Array(buckets);
-    this.#values = new Array<V | undefined>(buckets).fill(undefined);
-    this.#mask = buckets - 1;
+    const old = this.#buckets;
+    const fresh = new Int32Array(2 * buckets);
+    const mask = buckets - 1;
+    this.#buckets = fresh;
+    this.#mask = mask;
     this.#shift = 32 - Math.log2(buckets);
-    this.#count = 0;
-    for (let i = 0; i < oldValues.length; i++) {
-      const value = oldValues[i];
-      if (value !== undefined) this.set(oldKeys[i] as number, value);
+    for (let b = 0; b < old.length; b += 2) {
+      if (old[b + 1] === 0) continue;
+      const key = old[b] as number;
+      let i = this.#home(key);
+      while (fresh[2 * i + 1] !== 0) i = (i + 1) & mask;
+      fresh[2 * i] = key;
+      fresh[2 * i + 1] = old[b + 1] as number;
     }
   }
 }

@@ -142,6 +142,36 @@ describe('MemoryStore eviction order', () => {
   });
 });
 
+describe('MemoryStore keys (IPv4 addresses in a number table, every other key in a Map)', () => {
+  it('keeps spellings of one address that are not canonical apart, each a key of its own', () => {
+    const store = new MemoryStore();
+    const spellings = ['10.0.0.1', '010.0.0.1', '10.0.0.01', '::ffff:10.0.0.1', '10.0.0.1 '];
+    spellings.forEach((key, i) => {
+      for (let n = 0; n <= i; n++) store.consume(key, rule, 1);
+    });
+    // One call on the first key, two on the second, …: only a shared bucket would mix them up.
+    expect(spellings.map((key) => store.peek(key, rule).remaining)).toEqual([1, 0, 0, 0, 0]);
+    expect(store.consume('10.0.0.1', rule, 1)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(store.size()).toBe(5);
+  });
+
+  it('evicts IPv4 and other keys in one order, oldest first, whatever table holds them', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ maxEntries: 3, clock, timers: clock });
+    const long: WindowRule = { algorithm: 'fixed-window', limit: 5, windowMs: 10_000 };
+    for (const key of ['192.0.2.1', 'user:ann', '255.255.255.255']) store.consume(key, long, 1);
+    store.consume('0.0.0.0', long, 1); // the oldest, 192.0.2.1, goes
+    store.consume('user:bob', long, 1); // then user:ann
+    expect(store.peek('192.0.2.1', long)).toMatchObject({ remaining: 5, resetMs: 0 });
+    expect(store.peek('user:ann', long)).toMatchObject({ remaining: 5, resetMs: 0 });
+    for (const key of ['255.255.255.255', '0.0.0.0', 'user:bob'])
+      expect(store.peek(key, long)).toMatchObject({ remaining: 4, resetMs: 10_000 });
+    store.delete('255.255.255.255');
+    expect(store.peek('255.255.255.255', long)).toMatchObject({ remaining: 5, resetMs: 0 });
+    expect(store.size()).toBe(2);
+  });
+});
+
 describe('MemoryStore timer options', () => {
   it.each([2 ** 31, 2 ** 32, Number.MAX_SAFE_INTEGER])(
     'refuses sweepIntervalMs %d: a Node timer cannot wait that long and would fire after 1 ms',

@@ -67,7 +67,8 @@ function kindOf(key: number): KeyKind {
 
 /** Applies one op to `store` (the key's own kind decides which call it is). */
 function apply(store: MemoryStore, key: number, op: Op): Decision | undefined {
-  const name = `k${key}`;
+  // Half the keys are IPv4 addresses, which the store keeps in its number table, half are not.
+  const name = key % 2 === 0 ? `192.0.2.${key}` : `k${key}`;
   const kind = kindOf(key);
   const scoped = kind === 'scoped' ? store.failureTable('login') : undefined;
   if (kind === 'scoped' && scoped === undefined) throw new Error('no failure table');

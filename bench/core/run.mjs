@@ -89,6 +89,45 @@ function bareMapWindow(limit, windowMs) {
 }
 
 /**
+ * The clocked Map window answering as a limiter that reports to its caller must: a new result
+ * object per call with a decision's seven fields (allowed, reason, limit, remaining, retry, reset,
+ * key), where the counters above answer a boolean and `LocalStore` hands back its own mutable
+ * counter. The floor under any limiter that returns a fresh decision.
+ */
+function decisionMapWindow(limit, windowMs) {
+  const m = new Map();
+  return (key) => {
+    const now = Date.now();
+    let e = m.get(key);
+    if (e === undefined || now >= e.start + windowMs) {
+      e = { start: now, count: 0 };
+      m.set(key, e);
+    }
+    const reset = e.start + windowMs - now;
+    if (e.count >= limit)
+      return {
+        allowed: false,
+        reason: 'limited',
+        limit,
+        remaining: 0,
+        retryAfterMs: reset,
+        resetMs: reset,
+        key,
+      };
+    e.count++;
+    return {
+      allowed: true,
+      reason: 'allowed',
+      limit,
+      remaining: limit - e.count,
+      retryAfterMs: 0,
+      resetMs: reset,
+      key,
+    };
+  };
+}
+
+/**
  * The minimal honest *bounded* fixed window: the clocked Map window that holds at most `max` keys
  * and forgets the oldest (first in, first out) for each new one. On 100 000 keys through 10 000
  * entries every call is a miss, a delete and an insert: the floor under any bounded table.
@@ -124,11 +163,13 @@ function contenders(limit, maxEntries) {
   const fastifyBounded = new FastifyLocalStore(false, false, maxEntries ?? 10_000);
   const map = bareMap(limit);
   const mapWindow = bareMapWindow(limit, windowMs);
+  const decisionWindow = decisionMapWindow(limit, windowMs);
   const boundedWindow = boundedMapWindow(limit, windowMs, maxEntries ?? 10_000);
   const noop = () => {};
   return {
     'bare Map counter': (k) => map(k),
     'bare Map window (Date.now)': (k) => mapWindow(k),
+    'clocked Map window returning a decision': (k) => decisionWindow(k),
     [`bounded Map window (${(maxEntries ?? 10_000).toLocaleString('en-US')} keys, FIFO)`]: (k) =>
       boundedWindow(k),
     portcullis: (k) => portcullis.consume(k),

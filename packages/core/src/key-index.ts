@@ -200,7 +200,11 @@ export class KeyIndex<V> {
   }
 
   get(key: string): V | undefined {
-    if (key === this.#lastKey && this.#lastKnown) return this.#lastValue;
+    // Kept this small so that V8 inlines it: a hot key's lookup is one comparison.
+    return key === this.#lastKey && this.#lastKnown ? this.#lastValue : this.#lookup(key);
+  }
+
+  #lookup(key: string): V | undefined {
     this.#parse(key);
     const value = this.#lastIsText ? this.#texts.get(key) : this.#numbers.get(this.#lastNumber);
     this.#lastValue = value;

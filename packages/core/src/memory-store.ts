@@ -206,14 +206,14 @@ export class MemoryStore implements Store {
     if (
       slot !== undefined &&
       rule.algorithm === 'fixed-window' &&
-      now < slot.start + rule.windowMs &&
       slot.start <= now &&
       slot.expiresAt === slot.start + rule.windowMs
     ) {
-      // The hot path: a live fixed window only counts; its start and expiry do not move. (The
-      // window test above uses this call's rule, so a key met again under a shorter window rolls;
-      // under a longer one, whose expiry must move, it goes the slow way, as the Redis script does;
-      // so does a start in the future, left by a clock that stepped back, which is clamped.)
+      // The hot path: a live fixed window only counts; its start and expiry do not move. (A live
+      // slot ends after now, so the expiry test means this call's window has not ended either. It
+      // uses this call's rule, so a key met again under a shorter window rolls; under a longer one,
+      // whose expiry must move, it goes the slow way, as the Redis script does; so does a start in
+      // the future, left by a clock that stepped back, which is clamped.)
       const d = fixedWindowConsume(slot, now, rule, cost, key);
       if (d.allowed && slot.count >= rule.limit) slot.protectedUntil = slot.expiresAt;
       return d;

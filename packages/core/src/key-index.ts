@@ -177,7 +177,11 @@ export class KeyIndex<V> {
 
   /** Parses `key` unless it is the last key met. */
   #parse(key: string): void {
-    if (key === this.#lastKey) return;
+    if (key !== this.#lastKey) this.#parseNew(key);
+  }
+
+  /** Parses a key that is not the last key met (comparing two texts costs as much as a probe). */
+  #parseNew(key: string): void {
     const n = parseV4(key);
     this.#lastKey = key;
     this.#lastIsText = n === undefined;
@@ -201,11 +205,13 @@ export class KeyIndex<V> {
 
   get(key: string): V | undefined {
     // Kept this small so that V8 inlines it: a hot key's lookup is one comparison.
-    return key === this.#lastKey && this.#lastKnown ? this.#lastValue : this.#lookup(key);
+    if (key !== this.#lastKey) return this.#lookup(key, true);
+    return this.#lastKnown ? this.#lastValue : this.#lookup(key, false);
   }
 
-  #lookup(key: string): V | undefined {
-    this.#parse(key);
+  /** Looks `key` up in its table; `isNew`: it is not the last key met (get compared them). */
+  #lookup(key: string, isNew: boolean): V | undefined {
+    if (isNew) this.#parseNew(key);
     const value = this.#lastIsText ? this.#texts.get(key) : this.#numbers.get(this.#lastNumber);
     this.#lastValue = value;
     this.#lastKnown = true;

@@ -13,15 +13,25 @@ const { RateLimiterMemory } = require('rate-limiter-flexible');
 const { MemoryStore: ErlMemoryStore } = require('express-rate-limit');
 const FastifyLocalStore = require('@fastify/rate-limit/store/LocalStore.js');
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+/** A positive integer from the environment, or `fallback`; anything else stops the run at once. */
+function countFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`bench/core: ${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+const ROUNDS = countFromEnv('BENCH_ROUNDS', 7);
 /**
  * Processes per timing scenario. One process's figures can sit 20–40 % above another's for the
  * same code (where V8 happened to inline and place it, measured: bench/README.md), for every
  * contender differently, so a scenario runs in several processes and each contender's figure is
  * the median of its per-process medians.
  */
-const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
-const N = Number(process.env.BENCH_N ?? 300_000);
+const PROCESSES = countFromEnv('BENCH_PROCESSES', 3);
+const N = countFromEnv('BENCH_N', 300_000);
 const KEYS = 100_000;
 /** A limit no run reaches; limit × windowMs stays under 2^53, which Portcullis requires. */
 const UNREACHED = 1e9;

@@ -617,6 +617,64 @@ describe('RedisStore outages', () => {
   });
 });
 
+describe('RedisStore with a logger that throws', () => {
+  it('a throwing logger cannot make consume() reject: outage, recovery and a failed subscribe still answer', async () => {
+    const clock = manualClock(0);
+    let down = true;
+    const f = fake((args) => {
+      if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
+      return args[0] === 'PING' ? 'PONG' : [1, 1, 0, 1000, 0];
+    });
+    const thrown: string[] = [];
+    const logger = {
+      warn: (_: object, msg?: string) => {
+        thrown.push(`warn ${msg ?? ''}`);
+        throw new Error('log sink is gone');
+      },
+      error: (_: object, msg?: string) => {
+        thrown.push(`error ${msg ?? ''}`);
+        throw new Error('log sink is gone');
+      },
+    };
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => {
+      if (w.code === 'PORTCULLIS_LOGGER_ERROR') warnings.push(w.message);
+    };
+    process.on('warning', onWarning);
+    const store = new RedisStore({
+      sendCommand: f.send,
+      logger,
+      clock,
+      probeIntervalMs: 1000,
+      subscribe: () => {
+        throw new Error('no subscriber connection');
+      },
+    });
+    try {
+      // The outage's first failure logs an error (which throws): the decision is the fallback's.
+      expect(await store.consume('k', fixed, 1)).toMatchObject({
+        allowed: true,
+        reason: 'fallback',
+        remaining: 1,
+      });
+      down = false;
+      clock.advance(1000);
+      await store.consume('k', fixed, 1);
+      await new Promise((r) => setTimeout(r, 1));
+      // Recovery logs a warning (which throws too): the next decision comes from Redis.
+      expect(await store.consume('k', fixed, 1)).toMatchObject({ reason: 'allowed' });
+      await new Promise((r) => setImmediate(r));
+      expect(thrown.map((t) => t.split(' ')[0])).toEqual(['warn', 'error', 'warn']);
+      expect(thrown[0]).toContain('subscribe to portcullis:deny-invalidations failed');
+      expect(warnings).toHaveLength(3);
+      expect(warnings[1]).toContain("the logger's error() threw (Error: log sink is gone)");
+    } finally {
+      process.off('warning', onWarning);
+      store.close();
+    }
+  });
+});
+
 describe('RedisStore with the core limiters (real Redis)', () => {
   let client: TestClient;
   const prefix = uniquePrefix('limiters');

@@ -14,6 +14,7 @@ import {
   PortcullisConfigError,
   parseOptions,
   requiredOption,
+  safeLogger,
   type Store,
   systemClock,
   type Timers,
@@ -369,7 +370,9 @@ export class RedisStore implements Store {
     this.#policy = o.onError ?? 'fallback';
     this.#timeoutMs = o.timeoutMs ?? 1000;
     this.#probeMs = o.probeIntervalMs ?? 1000;
-    this.#logger = o.logger;
+    // The user's logger is called on paths that must always answer (an outage, a failed
+    // subscribe): a logger that throws must not turn a decision into a rejection or a crash.
+    this.#logger = safeLogger(o.logger);
     this.#scriptClock = o.clock;
     this.#clock = o.clock ?? systemClock;
     this.#timers = o.timers ?? callTimers;

@@ -303,4 +303,36 @@ describe('createFailureLimiter: dry run and overflow warnings', () => {
       warn.mock.calls.filter((c) => (c[0] as { code: string }).code === 'PORTCULLIS_OVERFLOW'),
     ).toHaveLength(2);
   });
+
+  it('alternating a new client and a locked one does not flood the log: one PORTCULLIS_OVERFLOW per episode', () => {
+    const clock = manualClock(0);
+    const warn = vi.fn();
+    const l = createFailureLimiter({
+      maxAttempts: 1,
+      lockoutMs: 60_000,
+      maxEntries: 3,
+      clock,
+      timers: clock,
+      logger: { warn, error: vi.fn() },
+    });
+    const overflows = () =>
+      warn.mock.calls.filter((c) => (c[0] as { code: string }).code === 'PORTCULLIS_OVERFLOW');
+    for (let i = 1; i <= 3; i++) expect(l.recordFailure(`10.0.0.${i}`).reason).toBe('locked');
+    const reasons = new Map<string, number>();
+    for (let i = 0; i < 1000; i++) {
+      const d = i % 2 === 0 ? l.recordFailure(`10.1.${i >> 8}.${i & 255}`) : l.check('10.0.0.1');
+      reasons.set(d.reason, (reasons.get(d.reason) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(reasons)).toEqual({ overflow: 500, locked: 500 });
+    expect(overflows()).toHaveLength(1);
+    // The lockouts end: a new key is taken, the episode is over; the next flood warns again.
+    clock.advance(60_000);
+    expect(l.check('10.2.0.1')).toMatchObject({ reason: 'allowed', remaining: 1 });
+    for (let i = 1; i <= 3; i++) l.recordFailure(`10.3.0.${i}`);
+    expect(l.check('10.3.0.9').reason).toBe('overflow');
+    expect(l.check('10.3.0.1').reason).toBe('locked');
+    expect(l.check('10.3.0.10').reason).toBe('overflow');
+    expect(overflows()).toHaveLength(2);
+    l.close();
+  });
 });

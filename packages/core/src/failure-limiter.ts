@@ -249,21 +249,33 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     return config.dryRun ? asDryRun(d) : d;
   }
 
-  // One warning per episode of a store full of lockouts, not one per refused request.
+  /*
+   * One warning per episode of a store full of lockouts, not one per refused request. The episode
+   * ends only when the store is seen to take a new key again: an allowed answer for a key that
+   * holds no failure (a check with every attempt left, a first failure counted). Any other answer
+   * says nothing about room: a locked client between two new ones must not end the episode, or
+   * alternating them logs once per request.
+   */
   let overflowing = false;
 
-  function finish(scope: string, key: string, d: Decision): Decision {
+  /**
+   * `fresh`: the `remaining` of an allowed answer that proves the key was new to the store
+   * (`maxAttempts` for a check, one less for a counted failure; -1 when no answer proves it).
+   */
+  function finish(scope: string, key: string, d: Decision, fresh = -1): Decision {
     const out = withKey(d, key);
     if (out.reason !== 'allowed' && out.reason !== 'locked')
       publishDecision(config.name, scope, out);
-    if ((out.reason === 'overflow') !== overflowing) {
-      overflowing = !overflowing;
-      if (overflowing) {
+    if (out.reason === 'overflow') {
+      if (!overflowing) {
+        overflowing = true;
         logger?.warn(
           { code: 'PORTCULLIS_OVERFLOW', limiter: config.name, scope, key },
-          `Portcullis: limiter "${config.name}" is full of lockouts and refuses new keys (reason 'overflow')`,
+          `Portcullis: limiter "${config.name}" is full of lockouts and refuses new keys (reason 'overflow'); further overflows are published on portcullis:overflow until the store takes a new key`,
         );
       }
+    } else if (overflowing && out.reason === 'allowed' && out.remaining === fresh) {
+      overflowing = false;
     }
     return config.dryRun ? asDryRun(out) : out;
   }
@@ -287,7 +299,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
         channels.lockout.publish({ limiter: config.name, scope, decision: out });
       return finish(scope, key, out);
     }
-    const out = finish(scope, key, d);
+    const out = finish(scope, key, d, rule.maxAttempts - 1);
     if (!out.allowed && (out.reason === 'locked' || out.reason === 'overflow')) uncounted.add(out);
     return out;
   }
@@ -297,9 +309,9 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const sc = normalizeScope(scope);
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
-    if (t !== undefined) return finish(sc, s.key, t.checkFailures(s.key, rule));
+    if (t !== undefined) return finish(sc, s.key, t.checkFailures(s.key, rule), rule.maxAttempts);
     const d = store.checkFailures(`${namespace}${sc}:${s.key}`, rule);
-    return mapMaybe(d, (r) => finish(sc, s.key, r));
+    return mapMaybe(d, (r) => finish(sc, s.key, r, rule.maxAttempts));
   }
 
   function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {

@@ -459,6 +459,40 @@ function expectedReport(build: 'esm' | 'cjs') {
   };
 }
 
+/**
+ * A file that exists for tests: `*.test.*`, `*.spec.*`, `*.test-util.*`, `*.test-d.ts`, anything
+ * under a `test/`, `tests/` or `__tests__/` folder, and the fixtures and snapshots folders.
+ */
+function isTestFile(path: string): boolean {
+  return (
+    /\.(test|spec)(-util|-d)?\.[cm]?[jt]sx?$/.test(path) ||
+    /(^|\/)(test|tests|__tests__|__snapshots__|fixtures)\//.test(path)
+  );
+}
+
+/**
+ * The module specifiers a JavaScript or TypeScript text imports, re-exports or requires. Comments
+ * go first: a JSDoc example that imports a client is no import.
+ */
+function importsOf(source: string): string[] {
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const found = new Set<string>();
+  const patterns = [
+    /\b(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const pattern of patterns) for (const m of text.matchAll(pattern)) found.add(m[1] as string);
+  return [...found];
+}
+
+/** The package a bare specifier names (`@scope/name` or `name`), or undefined for a relative one. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('.') || specifier.startsWith('/')) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
+}
+
 describe('the packed packages', () => {
   it('pack dist (ESM, CommonJS, types for each) and the README, and no tests', () => {
     expect(packed.map((p) => p.name).sort()).toEqual(
@@ -477,15 +511,71 @@ describe('the packed packages', () => {
           'dist/cjs/package.json',
         ]),
       );
-      expect(
-        files.filter((f) => /\.test\.ts$|(^|\/)test\//.test(f)),
-        p.name,
-      ).toEqual([]);
+      expect(files.filter(isTestFile), p.name).toEqual([]);
     }
     const core = packed.find((p) => p.name === '@portcullis/core')?.files.map((f) => f.path);
     expect(core).toEqual(
       expect.arrayContaining(['dist/esm/testing/index.js', 'dist/cjs/testing/index.d.ts']),
     );
+  });
+
+  it('ship no test helper: every shipped module imports only shipped files, Node built-ins and its own dependencies', async () => {
+    const { builtinModules } = await import('node:module');
+    const builtins = new Set(builtinModules);
+    const wrong: string[] = [];
+    for (const p of packed) {
+      const root = join(scratch, 'project', 'node_modules', ...p.name.split('/'));
+      const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+      const allowed = new Set([
+        p.name,
+        ...Object.keys(manifest.dependencies ?? {}),
+        ...Object.keys(manifest.peerDependencies ?? {}),
+      ]);
+      const shipped = new Set(p.files.map((f) => f.path));
+      for (const file of shipped) {
+        if (!/\.[cm]?[jt]s$/.test(file)) continue;
+        for (const specifier of importsOf(readFileSync(join(root, file), 'utf8'))) {
+          const name = packageOf(specifier);
+          if (name === undefined) {
+            // A relative import of a source file names its build output (`./x.js` for `./x.ts`).
+            const target = join(file, '..', specifier).replace(/\\/g, '/');
+            const candidates = [target, target.replace(/\.[cm]?js$/, '.ts'), `${target}.ts`];
+            if (!candidates.some((c) => shipped.has(c)))
+              wrong.push(`${p.name}/${file} imports ${specifier}, which is not shipped`);
+          } else if (
+            !specifier.startsWith('node:') &&
+            !builtins.has(specifier) &&
+            !allowed.has(name)
+          ) {
+            wrong.push(`${p.name}/${file} imports ${specifier}, which is no dependency`);
+          }
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('the test-file rule catches every kind of test helper a package could ship', () => {
+    expect(
+      [
+        'src/equivalence-ops.test-util.ts',
+        'src/index.test.ts',
+        'src/a.spec.mjs',
+        'src/types.test-d.ts',
+        'src/__tests__/x.ts',
+        'test/helpers.js',
+        'src/fixtures/a.json',
+        'dist/esm/harness.test-util.js',
+      ].filter((f) => !isTestFile(f)),
+    ).toEqual([]);
+    expect(
+      [
+        'src/index.ts',
+        'dist/esm/testing/index.js',
+        'src/testing/store-conformance.ts',
+        'README.md',
+      ].filter(isTestFile),
+    ).toEqual([]);
   });
 
   it('install from the tarballs alone: every @portcullis dependency resolves to a packed file', () => {

@@ -90,6 +90,21 @@ describe.each(frameworks)('1.0 request limiter on $name', (fw) => {
     expect(await statuses(3)).toEqual([200, 200, 429]);
   });
 
+  it('a dry run refunds only what it counted: its would-be refusals drain no real count', async () => {
+    const c = manualClock(T0);
+    const limiter = createWindowLimiter({ limit: 2, dryRun: true, clock: c, timers: c });
+    app = await fw.build({ rateLimit: { limiter, skipFailedRequests: true } });
+    expect(await statuses(2)).toEqual([200, 200]);
+    // Over the limit: refused in a dry run only, so nothing was counted and nothing is given back.
+    const over = await get({ 'x-status': '500' });
+    expect(over.status).toBe(500);
+    expect(json(over).decision).toMatchObject({ reason: 'limited', allowed: true, dryRun: true });
+    expect(await statuses(3, { 'x-status': '500' })).toEqual([500, 500, 500]);
+    expect(limiter.peek('127.0.0.1')).toMatchObject({ reason: 'limited', remaining: 0 });
+    limiter.reconfigure({ dryRun: false });
+    expect(await statuses(1)).toEqual([429]);
+  });
+
   it('requestWasSuccessful decides what success is', async () => {
     await start((c) => ({
       rateLimit: {

@@ -139,6 +139,11 @@ export interface RequestGate<Req, Res = unknown> {
 
 const fn = func as (value: unknown, fail: (expected: string) => never) => never;
 
+/** Whether the store counted the units of an allowed decision ('fallback': the fallback store did). */
+function spends(d: Decision): boolean {
+  return d.allowed && (d.reason === 'allowed' || d.reason === 'fallback');
+}
+
 /**
  * The general request limiter (docs/design.md#request-limiter) for any HTTP framework: key, skip and cost per request,
  * IETF headers computed once per decision, and a ready-made 429/503 answer.
@@ -302,7 +307,9 @@ export function createRequestGate<Req, Res = unknown>(
   >();
 
   function remember(d: Decision, lim: WindowLimiter, key: string, cost: number): void {
-    if (tracksOutcome && d.allowed) spent.set(d, { limiter: lim, key, cost, at: clock.now() });
+    // Only a decision that spent units can give them back: a dry run's would-be refusal (allowed,
+    // reason 'limited' or 'overflow') and an 'open' store error counted nothing.
+    if (tracksOutcome && spends(d)) spent.set(d, { limiter: lim, key, cost, at: clock.now() });
   }
 
   function spend(key: string, cost: number): MaybePromise<RequestResult> {

@@ -1,5 +1,6 @@
 import type { Decision } from './decision.js';
 import { retryAfterSeconds } from './error-shapes.js';
+import { checkPolicyName } from './policy-name.js';
 
 /** Which counters a response advertises: IETF fields, those plus `X-RateLimit-*`, or none. */
 export type HeaderMode = 'ietf' | 'legacy' | false;
@@ -8,7 +9,10 @@ export type HeaderMode = 'ietf' | 'legacy' | false;
 export interface RateLimitHeaderOptions {
   /** The policy's window (for `w=`). */
   readonly windowMs: number;
-  /** The policy name in the IETF fields. @default 'default' */
+  /**
+   * The policy name in the IETF fields: printable ASCII other than `"` and `\` (it is written as an
+   * RFC 9651 string). @default 'default'
+   */
   readonly name?: string;
   /** @default 'ietf' */
   readonly mode?: HeaderMode;
@@ -27,11 +31,17 @@ function flat(text: string): string {
   return text.trim();
 }
 
-/** Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once. */
+/**
+ * Builds a header writer for one policy; the constant `RateLimit-Policy` value is computed once.
+ * Every policy name reaches a header through here (a `rateLimit`'s own, a window limiter passed to
+ * it, each per-request policy, each member of a stacked list), so the name is checked here, once,
+ * when the writer is built: at the construction of the gate, never per response.
+ * @throws {PortcullisConfigError} `ERR_PORTCULLIS_NAME` for a name that is not a valid RFC 9651 string
+ */
 export function createHeaderWriter(
   options: RateLimitHeaderOptions,
 ): (d: Decision) => Readonly<Record<string, string>> {
-  const name = options.name ?? 'default';
+  const name = checkPolicyName(options.name ?? 'default');
   const mode = options.mode ?? 'ietf';
   const policy = `"${name}";q=`;
   const windowPart = `;w=${Math.ceil(options.windowMs / 1000)}`;
@@ -65,6 +75,8 @@ export function createHeaderWriter(
  * (`"<name>";q=<limit>;w=<windowSec>`) and `RateLimit` (`"<name>";r=<remaining>;t=<resetSec>`);
  * `mode: 'legacy'` adds `X-RateLimit-Limit/Remaining/Reset` (reset in seconds from now); `false`
  * sends no counters. A refused decision always carries `Retry-After` (ceil seconds, at least 1).
+ * @throws {PortcullisConfigError} `ERR_PORTCULLIS_NAME` for a name holding `"`, `\`, a control
+ * or a non-ASCII character (it would forge or break the structured field)
  */
 export function rateLimitHeaders(
   decision: Decision,

@@ -88,6 +88,13 @@ export {
   type RequestLimitControls,
   withControls,
 } from './http/controls.js';
+export {
+  type FetchHeaders,
+  fetchRawRequest,
+  knownOutcome,
+  outcomeOnce,
+  unresolvedAddressWarning,
+} from './http/fetch.js';
 export type { PerRequest } from './http/policies.js';
 export {
   createRequestGate,

@@ -28,16 +28,22 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
+const isFetchRequest = (value: unknown): boolean =>
+  typeof Request === 'function' && value instanceof Request;
+
 /**
  * True for what a framework passes a middleware or plugin (a Node request, an Express/Fastify
- * request, a Koa context or a Fastify instance): the sign that a factory was mounted itself
- * instead of its result.
+ * request, a Koa context, a Fastify instance, a Fetch `Request` or a Hono context): the sign that
+ * a factory was mounted itself instead of its result.
  */
 function looksLikeRequest(input: unknown): boolean {
   if (input === null || typeof input !== 'object') return false;
   const o = input as Record<string, unknown>;
   // A Fastify instance: `app.register(rateLimit)` calls the factory as a plugin.
   if (typeof o['register'] === 'function' && typeof o['addHook'] === 'function') return true;
+  // A Fetch `Request` (`fetch: rateLimit`), or a context holding one as `req.raw` (Hono).
+  if (isFetchRequest(o) || isFetchRequest((o['req'] as { raw?: unknown } | undefined)?.raw))
+    return true;
   if (typeof o['headers'] !== 'object' || o['headers'] === null) return false;
   return 'socket' in o || 'raw' in o || ('req' in o && 'res' in o) || 'httpVersion' in o;
 }

@@ -12,7 +12,7 @@ const alias = [
     replacement: root('./packages/core/src/testing/index.ts'),
   },
   {
-    find: /^@portcullis\/(core|express|koa|fastify|ws|rpc|redis)$/,
+    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis)$/,
     replacement: root('./packages/$1/src/index.ts'),
   },
 ];
@@ -35,6 +35,8 @@ export default defineConfig({
       pkg('express'),
       pkg('koa'),
       pkg('fastify'),
+      pkg('hono'),
+      pkg('fetch'),
       pkg('ws'),
       pkg('rpc'),
       pkg('redis', services),

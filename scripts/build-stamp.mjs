@@ -23,7 +23,17 @@ export const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CACHE = join(REPO, 'node_modules', '.cache', 'portcullis-build');
 
 /** The publishable packages, each after the packages it depends on. */
-export const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc', 'redis'];
+export const PACKAGES = [
+  'core',
+  'express',
+  'koa',
+  'fastify',
+  'hono',
+  'fetch',
+  'ws',
+  'rpc',
+  'redis',
+];
 
 /** @param {string} name */
 export const packageDir = (name) => join(REPO, 'packages', name);

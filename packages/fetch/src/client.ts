@@ -1,0 +1,35 @@
+import {
+  fetchRawRequest,
+  type Logger,
+  type RawRequest,
+  requiredOption,
+  unresolvedAddressWarning,
+} from '@portcullis/core';
+
+/**
+ * Compiles how a wrapped handler finds the `RawRequest` core reads: the address from the required
+ * `clientAddress(request, ...rest)`, the headers from the request.
+ * @throws {PortcullisConfigError} `ERR_PORTCULLIS_CLIENT_ADDRESS` when `clientAddress` is missing
+ */
+export function rawRequestOf<R extends Request, A extends unknown[]>(
+  clientAddress: ((request: R, ...rest: A) => string | undefined) | undefined,
+  logger: Logger | undefined,
+  where: string,
+): (request: R, rest: A) => RawRequest {
+  const address = requiredOption(
+    clientAddress,
+    'clientAddress',
+    'a function (request, ...rest) => the client IP address; see the @portcullis/fetch README for Bun, Deno, Cloudflare and Next.js',
+    where,
+  );
+  const warn = unresolvedAddressWarning(
+    logger,
+    where,
+    'clientAddress(request, ...rest) returned no address.',
+  );
+  return function rawRequest(request, rest) {
+    const found = address(request, ...rest);
+    if (typeof found !== 'string') warn();
+    return fetchRawRequest(request, typeof found === 'string' ? found : undefined);
+  };
+}

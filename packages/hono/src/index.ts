@@ -1,0 +1,162 @@
+/**
+ * @portcullis/hono — Hono middleware for Portcullis, on any runtime. Each factory compiles a core
+ * gate once and translates its ready-made answer into a Hono response; no limiter logic lives here.
+ * @packageDocumentation
+ */
+import {
+  createAuthGate,
+  createRequestGate,
+  createWebhookGate,
+  type FailureLimitControls,
+  functionOption,
+  type GateResult,
+  type HttpAnswer,
+  isPromise,
+  knownOutcome,
+  outcomeOnce,
+  type RequestLimitControls,
+  type RequestResult,
+  withControls,
+} from '@portcullis/core';
+import type { Context, Env, MiddlewareHandler, Next } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { rawRequestOf } from './client.js';
+import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
+
+export type {
+  AuthGuardOptions,
+  ClientAddressOption,
+  OnLimited,
+  RateLimitOptions,
+  RateLimitVariables,
+  WebhookGuardOptions,
+} from './options.js';
+
+const clientSpec = { clientAddress: functionOption };
+const rateLimitSpec = { ...clientSpec, onLimited: functionOption };
+
+/** Prepares the counter headers: the handler's `c.json()`, `c.text()`, … carry them. */
+function setHeaders(c: Context, headers: Readonly<Record<string, string>>): void {
+  for (const name in headers) c.header(name, headers[name] as string);
+}
+
+/**
+ * A handler that returned a `Response` it built itself bypasses the prepared headers: they are
+ * added to it, unless it set a field of that name itself.
+ */
+function keepHeaders(c: Context, headers: Readonly<Record<string, string>>): void {
+  for (const name in headers) {
+    if (!c.res.headers.has(name)) c.header(name, headers[name] as string);
+  }
+}
+
+/** A core answer as it is: status, every header, body. */
+function answer(c: Context, a: HttpAnswer): Response {
+  return c.body(a.body, a.status as ContentfulStatusCode, a.headers);
+}
+
+/**
+ * The general request limiter (docs/design.md#request-limiter) as Hono middleware. Allowed
+ * requests get the counter headers and `c.get('rateLimit')`; refused ones the JSON 429 (or
+ * `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function rateLimit<E extends Env = Env>(
+  options?: RateLimitOptions<E>,
+): MiddlewareHandler<E> & RequestLimitControls {
+  const gate = createRequestGate<Context<E>, Response>(options, rateLimitSpec);
+  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'rateLimit');
+  const onLimited = options?.onLimited;
+
+  async function allowed(result: RequestResult, c: Context<E>, next: Next) {
+    const headers = result.headers;
+    setHeaders(c, headers);
+    if (!gate.tracksOutcome) {
+      await next();
+    } else {
+      const settle = outcomeOnce(c.req.raw.signal, (status) =>
+        gate.track(result, knownOutcome(status), c, c.res),
+      );
+      try {
+        await next();
+      } catch (error) {
+        settle(undefined);
+        throw error;
+      }
+      settle(c.res.status);
+    }
+    keepHeaders(c, headers);
+  }
+
+  function apply(
+    result: RequestResult | undefined,
+    c: Context<E>,
+    next: Next,
+  ): Promise<Response | undefined> | Response {
+    if (result === undefined) return next() as Promise<undefined>;
+    c.set('rateLimit', result.decision);
+    if (result.ok) return allowed(result, c, next) as Promise<undefined>;
+    if (onLimited === undefined) return answer(c, result.answer as HttpAnswer);
+    setHeaders(c, result.headers);
+    return onLimited(c, result.decision);
+  }
+
+  return withControls(
+    async function portcullisRateLimit(c: Context<E>, next: Next) {
+      const result = gate.run(rawOf(c), c);
+      return apply(isPromise(result) ? await result : result, c, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
+}
+
+/** Continues on success; otherwise answers with the gate's answer (401, 429 or 503). */
+async function applyGate(
+  result: GateResult,
+  c: Context,
+  next: Next,
+): Promise<Response | undefined> {
+  if (!result.ok) return answer(c, result.answer);
+  await next();
+  return undefined;
+}
+
+/**
+ * Gateway auth (docs/design.md#gateway-auth) as Hono middleware: the lockout is checked before
+ * credentials are compared; missing credentials get 401 uncounted; wrong ones are counted (401,
+ * then 429 with the `authRateLimitedError` body); right ones reset the client's count and continue.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function authGuard<E extends Env = Env>(
+  options: AuthGuardOptions<E>,
+): MiddlewareHandler<E> & FailureLimitControls {
+  const gate = createAuthGate<Context<E>>(options, { where: 'authGuard', extra: clientSpec });
+  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'authGuard');
+  return withControls(
+    async function portcullisAuthGuard(c: Context<E>, next: Next) {
+      const result = gate.run(rawOf(c), c);
+      return applyGate(isPromise(result) ? await result : result, c, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
+}
+
+/**
+ * Webhook ingress (docs/design.md#webhooks) as Hono middleware: a right token resets and continues
+ * (even during a lockout); wrong or missing tokens get 401, then a plain-text 429 with
+ * `Retry-After`.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function webhookGuard<E extends Env = Env>(
+  options: WebhookGuardOptions<E>,
+): MiddlewareHandler<E> & FailureLimitControls {
+  const gate = createWebhookGate<Context<E>>(options, clientSpec);
+  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'webhookGuard');
+  return withControls(
+    async function portcullisWebhookGuard(c: Context<E>, next: Next) {
+      const result = gate.run(rawOf(c), c);
+      return applyGate(isPromise(result) ? await result : result, c, next);
+    },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  );
+}

@@ -86,6 +86,17 @@ describe('originSite', () => {
     ['browser-origin:invalid', 'invalid'],
     ['browser-origin:chrome-extension://abcdefghijklmnop', 'chrome-extension://abcdefghijklmnop'],
     ['browser-origin:file:', 'file:'],
+    // A trailing dot names the same host: one site with and without it.
+    ['browser-origin:http://p0.localhost.', 'localhost'],
+    ['browser-origin:http://p39.localhost.:5173', 'localhost'],
+    ['browser-origin:http://localhost.', 'localhost'],
+    ['browser-origin:http://x.localhost..', 'localhost'],
+    ['browser-origin:https://s7.evil.example.', 'evil.example'],
+    ['browser-origin:https://evil.example.:8443', 'evil.example'],
+    ['browser-origin:https://a.b.example.co.uk.', 'example.co.uk'],
+    ['browser-origin:https://alice.github.io.', 'alice.github.io'],
+    ['browser-origin:http://intranet.', 'intranet'],
+    ['browser-origin:http://.', '.'],
   ])('%s → %s', (key, site) => {
     expect(originSite(key)).toBe(site);
   });

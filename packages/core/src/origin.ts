@@ -37,21 +37,32 @@ export function normalizeOrigin(value: unknown): string {
   return `${PREFIX}${url.protocol.toLowerCase()}${host === '' ? '' : `//${host}`}`;
 }
 
+/** `host` without its trailing dots (a loop: a regular expression would backtrack on a long run). */
+function withoutTrailingDots(host: string): string {
+  let end = host.length;
+  while (end > 1 && host.charCodeAt(end - 1) === 0x2e) end--;
+  return end === host.length ? host : host.slice(0, end);
+}
+
 const TUPLE = /^(?:https?|wss?|ftp):\/\/(\[[0-9a-f:.]+\]|[^/:[\]]+)(?::\d+)?$/;
 
 /**
  * The site of a browser bucket key (from {@link normalizeOrigin}): the registrable domain of its
  * host, from the Public Suffix List (private suffixes included, so `a.github.io` and `b.github.io`
- * are two sites), ignoring scheme and port. An IP literal is its own site; `localhost` and its
- * subdomains are one site; a host with no registrable domain is its own site; an opaque or invalid
- * origin is its own site. One site is one attacker: its subdomains share one budget.
+ * are two sites), ignoring scheme, port and trailing dots (`a.example.` is `a.example`). An IP
+ * literal is its own site; `localhost` and its subdomains, fully qualified or not, are one site; a
+ * host with no registrable domain is its own site; an opaque or invalid origin is its own site. One
+ * site is one attacker: its subdomains share one budget.
  * @example originSite('browser-origin:https://s7.evil.example') // 'evil.example'
  */
 export function originSite(originKey: string): string {
   const origin = originKey.startsWith(PREFIX) ? originKey.slice(PREFIX.length) : originKey;
   const tuple = TUPLE.exec(origin);
   if (tuple === null) return origin;
-  const host = tuple[1] as string;
+  // A trailing dot spells the same host fully qualified (`p0.localhost.` is `p0.localhost`); the
+  // origin keeps it (it is another origin to a browser), the site must not, or each dotted
+  // subdomain would be a site of its own.
+  const host = withoutTrailingDots(tuple[1] as string);
   if (host.startsWith('[') || /^[0-9.]+$/.test(host)) return host;
   if (host === 'localhost' || host.endsWith('.localhost')) return 'localhost';
   return getDomain(host, { allowPrivateDomains: true, validateHostname: false }) ?? host;

@@ -1,0 +1,86 @@
+/*
+ * Regression tests for the browser budgets (docs/design.md#browser-origins): each replays a way a
+ * local page got more guesses than its budgets allow, and asserts the exact answers it gets now.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RawRequest } from '../client.js';
+import { manualClock } from '../testing/manual-clock.js';
+import type { GateResult } from './answer.js';
+import { type AuthGateOptions, createAuthGate } from './auth-gate.js';
+
+interface Creds {
+  token?: string;
+}
+
+const raw = (ip: string, headers: Record<string, string> = {}): RawRequest => ({
+  socket: { remoteAddress: ip },
+  headers,
+});
+
+const verify = (r: Creds) =>
+  r.token === undefined ? 'missing' : r.token === 'right' ? 'ok' : 'invalid';
+
+function authGate(extra: Partial<AuthGateOptions<Creds>> = {}) {
+  const clock = manualClock(0);
+  const gate = createAuthGate<Creds>({ verify, clock, timers: clock, ...extra });
+  return { clock, gate };
+}
+
+const status = (r: GateResult) => (r.ok ? 200 : r.answer.status);
+
+function tally(results: readonly GateResult[]): Record<number, number> {
+  const out: Record<number, number> = {};
+  for (const r of results) out[status(r)] = (out[status(r)] ?? 0) + 1;
+  return out;
+}
+
+describe('a trailing dot names the same site', () => {
+  it('p0.localhost. … p39.localhost. share the localhost site budget: 10 guesses, not 30', () => {
+    const { gate } = authGate();
+    const results: GateResult[] = [];
+    for (let p = 0; p < 40; p++)
+      results.push(
+        gate.run(raw('127.0.0.1', { origin: `http://p${p}.localhost.:5173` }), {
+          token: 'guess',
+        }) as GateResult,
+      );
+    expect(tally(results)).toEqual({ 401: 10, 429: 30 });
+    const refused = results[10] as GateResult;
+    expect(!refused.ok && refused.decision).toMatchObject({
+      reason: 'locked',
+      key: 'browser-site:localhost',
+      retryAfterMs: 300_000,
+    });
+    // The undotted spelling is the same site, so it is locked out too.
+    const plain = gate.run(raw('127.0.0.1', { origin: 'http://p99.localhost:5173' }), {
+      token: 'right',
+    }) as GateResult;
+    expect(status(plain)).toBe(429);
+  });
+
+  it('dotted and undotted subdomains of a registrable domain count in one site budget', () => {
+    const { gate } = authGate({ browserBudget: { perSite: 4, allOrigins: 100 } });
+    const hosts = ['a.evil.example.', 'b.evil.example', 'c.evil.example..', 'evil.example.'];
+    for (const h of hosts)
+      expect(
+        status(
+          gate.run(raw('127.0.0.1', { origin: `https://${h}` }), { token: 'guess' }) as GateResult,
+        ),
+      ).toBe(401);
+    const next = gate.run(raw('127.0.0.1', { origin: 'https://d.evil.example.' }), {
+      token: 'right',
+    }) as GateResult;
+    expect(!next.ok && next.decision).toMatchObject({
+      reason: 'locked',
+      key: 'browser-site:evil.example',
+    });
+    // Another site is untouched.
+    expect(
+      status(
+        gate.run(raw('127.0.0.1', { origin: 'https://app.good.example.' }), {
+          token: 'right',
+        }) as GateResult,
+      ),
+    ).toBe(200);
+  });
+});

@@ -84,3 +84,31 @@ describe('a trailing dot names the same site', () => {
     ).toBe(200);
   });
 });
+
+describe('the all-origins budget is never the key a small store evicts', () => {
+  it.each([[1], [10], [29]])(
+    'maxEntries %i: 300 sites get 30 × 401, then 429, never 300 × 401',
+    (maxEntries) => {
+      const { gate } = authGate({ maxEntries });
+      const results: GateResult[] = [];
+      for (let s = 0; s < 300; s++)
+        results.push(
+          gate.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), {
+            token: 'guess',
+          }) as GateResult,
+        );
+      expect(tally(results)).toEqual({ 401: 30, 429: 270 });
+      const refused = results[30] as GateResult;
+      expect(!refused.ok && refused.decision).toMatchObject({
+        reason: 'locked',
+        key: 'browser-origins:all',
+        retryAfterMs: 300_000,
+      });
+      // A site never seen before is refused as well: the flood could not flush the budget.
+      const fresh = gate.run(raw('127.0.0.1', { origin: 'https://fresh.example' }), {
+        token: 'right',
+      }) as GateResult;
+      expect(!fresh.ok && fresh.decision?.key).toBe('browser-origins:all');
+    },
+  );
+});

@@ -6,6 +6,7 @@ import { createFailureLimiter, type FailureLimiter } from '../failure-limiter.js
 import { isLoopback } from '../ip.js';
 import { MemoryStore } from '../memory-store.js';
 import { originSite } from '../origin.js';
+import type { Store } from '../store.js';
 import { authSubject } from '../subject.js';
 
 /**
@@ -57,10 +58,13 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
   const perSite = options.perSite ?? c.maxAttempts;
   const allOrigins = options.allOrigins ?? ALL_ORIGINS_MULTIPLE * c.maxAttempts;
   if (found === undefined) {
-    // In a store of their own where stores are bounded: other browser keys (remote clients with
-    // an Origin) must not be able to evict an aggregate and so refund what it counted.
-    const store = browser.store instanceof MemoryStore ? browser.store.sibling() : browser.store;
-    const make = (suffix: string, maxAttempts: number) =>
+    // In stores of their own where stores are bounded: other browser keys (remote clients with an
+    // Origin) must not be able to evict an aggregate and so refund what it counted. The all-origins
+    // budget has a store to itself: beside the site budgets, a page minting sites (one key each)
+    // would evict it, the oldest key, and so flush the one budget that bounds them all.
+    const own = () =>
+      browser.store instanceof MemoryStore ? browser.store.sibling() : browser.store;
+    const make = (suffix: string, maxAttempts: number, store: Store) =>
       createFailureLimiter({
         maxAttempts,
         windowMs: c.windowMs,
@@ -71,7 +75,7 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
         store,
         ...(browser.logger !== undefined && { logger: browser.logger }),
       });
-    found = { site: make('site', perSite), all: make('all-origins', allOrigins) };
+    found = { site: make('site', perSite, own()), all: make('all-origins', allOrigins, own()) };
     byNumbers.set(id, found);
   } else {
     // The browser limiter was reconfigured: the budgets follow, keeping what they counted.

@@ -12,12 +12,17 @@ import type {
   RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core';
+import { Readable } from 'node:stream';
+import { type ServerType, serve } from '@hono/node-server';
 import * as px from '@portcullis/express';
 import portcullis, * as pf from '@portcullis/fastify';
+import * as pw from '@portcullis/fetch';
+import * as ph from '@portcullis/hono';
 import * as pk from '@portcullis/koa';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import Koa3, { type Middleware } from 'koa';
 import Koa2 from 'koa2';
 import supertest from 'supertest';
@@ -301,6 +306,224 @@ function fastifyFramework(
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fetch-style adapters (Hono, @portcullis/fetch). Their callbacks receive a context or a Fetch
+// `Request`, whose headers are a `Headers` object: the suite's callbacks, written against
+// `req.headers[name]`, are handed a view with the headers as a record (lower-case names).
+
+/** The options that are functions of the request (the suite's callbacks read `req.headers`). */
+const REQUEST_CALLBACKS = [
+  'limit',
+  'windowMs',
+  'key',
+  'skip',
+  'cost',
+  'requestWasSuccessful',
+  'verify',
+  'account',
+] as const;
+
+function headersView(headers: Headers): AnyRequest {
+  const record: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    record[name] = value;
+  });
+  return { headers: record };
+}
+
+/**
+ * The options with every request callback reading `view(req)` instead of `req` (typed `never`:
+ * the result is the adapter's options, which the suite's types do not describe).
+ */
+function translated<Req>(options: object, view: (req: Req) => AnyRequest, extra: object): never {
+  const out: Record<string, unknown> = { ...options, ...extra };
+  for (const name of REQUEST_CALLBACKS) {
+    const fn = out[name];
+    if (typeof fn === 'function')
+      out[name] = (req: Req, ...rest: unknown[]) => fn(view(req), ...rest);
+  }
+  return out as never;
+}
+
+const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
+const TEXT_HEADERS = { 'Content-Type': 'text/plain; charset=utf-8' };
+const jsonResponse = (body: unknown, status = 200) =>
+  new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+const configErrorResponse = (error: unknown) => {
+  const e = error as Error & { code?: string };
+  return jsonResponse({ code: e.code, message: e.message }, 500);
+};
+
+async function reply(response: Response): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  return { status: response.status, headers, text: await response.text() };
+}
+
+/** A Fetch request for a call, as a client on 127.0.0.1 would send it. */
+function fetchRequest(call: Call, signal?: AbortSignal): Request {
+  return new Request(`http://127.0.0.1${call.path}`, {
+    method: call.method ?? 'GET',
+    headers: call.headers ?? {},
+    ...(signal !== undefined && { signal }),
+  });
+}
+
+/**
+ * Hono, served by a real `@hono/node-server` server (the default client address: its socket) or
+ * called in-process with `app.request` (the address from `clientAddress`).
+ */
+function honoFramework(name: string, transport: 'node-server' | 'request'): Framework {
+  const view = (c: Context) => headersView(c.req.raw.headers);
+  const extra = transport === 'request' ? { clientAddress: () => '127.0.0.1' } : {};
+  const opts = (o: object) => translated(o, view, extra);
+  return {
+    name,
+    overSocket: transport === 'node-server',
+    async build(spec) {
+      const app = new Hono();
+      app.onError(configErrorResponse);
+      if (spec.rateLimit) {
+        const chain = [...(spec.stacked ?? []), spec.rateLimit].map((o) => ph.rateLimit(opts(o)));
+        for (const mw of chain) app.use('/limited', mw);
+        app.get('/limited', async (c) => {
+          if (c.req.header('x-hang') !== undefined) await new Promise(() => {});
+          return c.body(
+            JSON.stringify({ decision: c.get('rateLimit') ?? null }),
+            statusOf(view(c)) as 200,
+            JSON_HEADERS,
+          );
+        });
+      }
+      if (spec.mountUncalled)
+        app.get('/uncalled', ph.rateLimit as unknown as MiddlewareHandler, (c) =>
+          c.text('unreachable'),
+        );
+      if (spec.auth)
+        app.post('/auth', ph.authGuard(opts(spec.auth)), (c) =>
+          c.body(JSON.stringify({ ok: true }), 200, JSON_HEADERS),
+        );
+      if (spec.webhook)
+        app.post('/webhook', ph.webhookGuard(opts(spec.webhook)), (c) =>
+          c.body('ok', 200, TEXT_HEADERS),
+        );
+      if (transport === 'request')
+        return {
+          send: async (call) => reply(await app.request(fetchRequest(call))),
+          close: async () => {},
+        };
+      const server = await new Promise<ServerType>((resolve) => {
+        const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+      });
+      const { port } = server.address() as AddressInfo;
+      return {
+        port,
+        send: (call) => overHttp(`http://127.0.0.1:${port}`, call),
+        close: () =>
+          new Promise<void>((resolve, reject) => {
+            server.close((err) => (err ? reject(err) : resolve()));
+            (server as http.Server).closeAllConnections();
+          }),
+      };
+    },
+  };
+}
+
+/** What the fetch handlers receive beside the request here: the peer, as Bun or Deno give it. */
+interface PeerInfo {
+  readonly remoteAddress: string | undefined;
+}
+type FetchRoute = (request: Request, info: PeerInfo) => Promise<Response> | Response;
+
+/**
+ * @portcullis/fetch handlers behind a real `node:http` server (a bridge that turns each request
+ * into a Fetch `Request` whose signal aborts when the client leaves) or called directly.
+ */
+function fetchFramework(name: string, transport: 'bridge' | 'direct'): Framework {
+  const view = (request: Request) => headersView(request.headers);
+  const extra = { clientAddress: (_request: Request, info: PeerInfo) => info.remoteAddress };
+  const opts = (o: object) => translated(o, view, extra);
+  return {
+    name,
+    overSocket: transport === 'bridge',
+    async build(spec) {
+      const routes = new Map<string, FetchRoute>();
+      if (spec.rateLimit) {
+        const limited: FetchRoute = async (request) => {
+          if (request.headers.get('x-hang') !== null) await new Promise(() => {});
+          return jsonResponse(
+            { decision: pw.decisionOf(request) ?? null },
+            statusOf(view(request)),
+          );
+        };
+        const chain = [...(spec.stacked ?? []), spec.rateLimit].map((o) =>
+          pw.rateLimit<Request, [PeerInfo]>(opts(o)),
+        );
+        routes.set(
+          'GET /limited',
+          chain.reduceRight<FetchRoute>((handler, wrap) => wrap(handler), limited),
+        );
+      }
+      if (spec.mountUncalled) routes.set('GET /uncalled', pw.rateLimit as unknown as FetchRoute);
+      if (spec.auth) {
+        const guard = pw.authGuard<Request, [PeerInfo]>(opts(spec.auth));
+        routes.set(
+          'POST /auth',
+          guard(() => jsonResponse({ ok: true })),
+        );
+      }
+      if (spec.webhook) {
+        const guard = pw.webhookGuard<Request, [PeerInfo]>(opts(spec.webhook));
+        routes.set(
+          'POST /webhook',
+          guard(() => new Response('ok', { headers: TEXT_HEADERS })),
+        );
+      }
+      const dispatch = async (request: Request, info: PeerInfo): Promise<Response> => {
+        const route = routes.get(`${request.method} ${new URL(request.url).pathname}`);
+        if (route === undefined) return new Response('Not Found', { status: 404 });
+        try {
+          return await route(request, info);
+        } catch (error) {
+          return configErrorResponse(error);
+        }
+      };
+      if (transport === 'direct')
+        return {
+          send: async (call) =>
+            reply(await dispatch(fetchRequest(call), { remoteAddress: '127.0.0.1' })),
+          close: async () => {},
+        };
+      return listen((req, res) => {
+        const aborted = new AbortController();
+        res.once('close', () => {
+          if (!res.writableFinished) aborted.abort();
+        });
+        const headers = new Headers();
+        for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
+          headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
+        const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+        const request = new Request(`http://127.0.0.1${req.url}`, {
+          method: req.method ?? 'GET',
+          headers,
+          signal: aborted.signal,
+          ...(hasBody && { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' }),
+        } as RequestInit);
+        dispatch(request, { remoteAddress: req.socket.remoteAddress }).then(async (response) => {
+          const out: Record<string, string> = {};
+          response.headers.forEach((value, name) => {
+            out[name] = value;
+          });
+          res.writeHead(response.status, out);
+          res.end(Buffer.from(await response.arrayBuffer()));
+        });
+      });
+    },
+  };
+}
+
 /** Every framework major and transport the adapters claim. */
 export const frameworks: readonly Framework[] = [
   expressFramework('express 5', express5),
@@ -310,6 +533,10 @@ export const frameworks: readonly Framework[] = [
   fastifyFramework('fastify 5 (plugin, inject)', 'plugin', 'inject'),
   fastifyFramework('fastify 5 (plugin, listening)', 'plugin', 'listen'),
   fastifyFramework('fastify 5 (hooks, inject)', 'hooks', 'inject'),
+  honoFramework('hono 4 (@hono/node-server)', 'node-server'),
+  honoFramework('hono 4 (app.request)', 'request'),
+  fetchFramework('fetch (node:http bridge)', 'bridge'),
+  fetchFramework('fetch (called directly)', 'direct'),
 ];
 
 /** The rate-limit fields of a reply (absent ones left out), for exact comparison. */

@@ -381,3 +381,32 @@ describe('createConnectAuth: configuration and lifetime', () => {
     given.close();
   });
 });
+
+describe('createConnectAuth rebuilt around the same limiter', () => {
+  it('keeps browser lockouts across close(): a locked-out origin is still refused', () => {
+    const clock = manualClock(5_000);
+    const limiter = createFailureLimiter({ clock, timers: clock });
+    const page = request('127.0.0.1', { origin: 'http://app.localhost:5173' });
+    const first = createConnectAuth({ limiter });
+    for (let i = 0; i < 10; i++) first.attempt(page, 'invalid');
+    first.close();
+    clock.advance(2_000);
+    const again = createConnectAuth({ limiter });
+    expect(again.attempt(page, 'ok')).toEqual({
+      ok: false,
+      reason: 'rate_limited',
+      error: authRateLimitedError(298_000),
+      closeCode: 1008,
+      closeReason: LOCKED_REASON,
+      decision: expect.objectContaining({
+        reason: 'locked',
+        key: 'browser-origin:http://app.localhost:5173',
+        retryAfterMs: 298_000,
+      }),
+    });
+    // A CLI on the same machine is untouched.
+    expect(again.attempt(request('127.0.0.1'), 'ok')).toMatchObject({ ok: true });
+    again.close();
+    limiter.close();
+  });
+});

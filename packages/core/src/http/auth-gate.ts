@@ -221,7 +221,10 @@ export function createAuthGate<Req>(
       ...own,
     });
   const lockoutLogger = limiter.logger ?? o.logger;
-  const browserLimiter = o.browserLimiter ?? browserLimiterFor(limiter, lockoutLogger);
+  // Browser lockouts live beside the main limiter's store; they go with the gate only when the gate
+  // built that store (nothing else can reach it).
+  const ownsStore = o.limiter === undefined && own.store === undefined;
+  const browserLimiter = o.browserLimiter ?? browserLimiterFor(limiter, lockoutLogger, ownsStore);
   const browser = browserBudgets(browserLimiter, o.browserBudget ?? {});
   const gateScope = normalizeScope(o.scope);
   const resolve = createClientResolver({

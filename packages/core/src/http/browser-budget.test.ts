@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RawRequest } from '../client.js';
+import { createFailureLimiter } from '../failure-limiter.js';
+import { MemoryStore } from '../memory-store.js';
 import { manualClock } from '../testing/manual-clock.js';
 import type { GateResult } from './answer.js';
 import { type AuthGateOptions, createAuthGate } from './auth-gate.js';
@@ -111,4 +113,88 @@ describe('the all-origins budget is never the key a small store evicts', () => {
       expect(!fresh.ok && fresh.decision?.key).toBe('browser-origins:all');
     },
   );
+});
+
+describe('browser lockouts belong to the limiter’s store, not to the gate', () => {
+  const page = raw('127.0.0.1', { origin: 'http://app.localhost:5173' });
+
+  /** Ten wrong guesses from `page` through `gate`: its origin and site are locked out. */
+  function lockOut(gate: ReturnType<typeof createAuthGate<Creds>>): void {
+    for (let i = 0; i < 10; i++) gate.run(page, { token: 'guess' });
+  }
+
+  it('a gate rebuilt around the same limiter after closing its browser limiter still refuses the locked origin', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ clock, timers: clock });
+    const first = createAuthGate<Creds>({ verify, limiter });
+    lockOut(first);
+    clock.advance(1_000);
+    // What createConnectAuth's and guardUpgrade's close() do with the browser limiter they built.
+    first.browserLimiter.close();
+    const again = createAuthGate<Creds>({ verify, limiter });
+    const r = again.run(page, { token: 'right' }) as GateResult;
+    expect(!r.ok && r.answer.status).toBe(429);
+    expect(!r.ok && r.decision).toMatchObject({
+      reason: 'locked',
+      key: 'browser-origin:http://app.localhost:5173',
+      retryAfterMs: 299_000,
+    });
+    // The site budget was kept too: another page of the site is refused.
+    const sibling = again.run(raw('127.0.0.1', { origin: 'http://other.localhost' }), {
+      token: 'right',
+    }) as GateResult;
+    expect(!sibling.ok && sibling.decision).toMatchObject({
+      key: 'browser-site:localhost',
+      retryAfterMs: 299_000,
+    });
+    // Non-browser clients are untouched.
+    expect((again.run(raw('203.0.113.5'), { token: 'right' }) as GateResult).ok).toBe(true);
+    limiter.close();
+  });
+
+  it('a gate rebuilt over the same store (a reloaded authGuard) still refuses the locked origin', () => {
+    const clock = manualClock(0);
+    const store = new MemoryStore({ clock, timers: clock });
+    const first = createAuthGate<Creds>({ verify, store });
+    lockOut(first);
+    first.browserLimiter.close();
+    const again = createAuthGate<Creds>({ verify, store });
+    const r = again.run(page, { token: 'right' }) as GateResult;
+    expect(!r.ok && r.decision).toMatchObject({
+      reason: 'locked',
+      key: 'browser-origin:http://app.localhost:5173',
+      retryAfterMs: 300_000,
+    });
+    store.close();
+  });
+
+  it('the all-origins budget survives a rebuilt gate as well', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ clock, timers: clock });
+    const first = createAuthGate<Creds>({ verify, limiter });
+    for (let s = 0; s < 30; s++)
+      first.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
+    first.browserLimiter.close();
+    const again = createAuthGate<Creds>({ verify, limiter });
+    const r = again.run(raw('127.0.0.1', { origin: 'https://new.example' }), {
+      token: 'right',
+    }) as GateResult;
+    expect(!r.ok && r.decision).toMatchObject({
+      key: 'browser-origins:all',
+      retryAfterMs: 300_000,
+    });
+    limiter.close();
+  });
+
+  it('a gate that built its own store releases every browser store when closed: no timer is left', () => {
+    const { clock, gate } = authGate();
+    for (let s = 0; s < 3; s++)
+      gate.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
+    gate.run(raw('203.0.113.5'), { token: 'guess' });
+    // The main store, the browser store, the site budgets' and the all-origins budget's.
+    expect(clock.pendingTimers()).toBe(4);
+    gate.limiter.close();
+    gate.browserLimiter.close();
+    expect(clock.pendingTimers()).toBe(0);
+  });
 });

@@ -41,6 +41,41 @@ interface Aggregates {
 
 const aggregateCache = new WeakMap<FailureLimiter, Map<string, Aggregates>>();
 
+/** The sibling stores made for each store, by what they hold (`browser`, `site`, `all-origins`). */
+const siblings = new WeakMap<Store, Map<string, MemoryStore>>();
+
+/**
+ * The store that holds `role` keys beside `store`: for a `MemoryStore` (bounded), a sibling of the
+ * same bound made once per store and role, so that every gate and limiter built over `store` finds
+ * the same state in it (browser lockouts belong to the main limiter's store, not to a gate); for any
+ * other store (Redis, unbounded), `store` itself, where names keep the keys apart.
+ */
+function siblingOf(store: Store, role: string): Store {
+  if (!(store instanceof MemoryStore)) return store;
+  let byRole = siblings.get(store);
+  if (byRole === undefined) {
+    byRole = new Map();
+    siblings.set(store, byRole);
+  }
+  let sibling = byRole.get(role);
+  if (sibling === undefined) {
+    sibling = store.sibling();
+    byRole.set(role, sibling);
+  }
+  return sibling;
+}
+
+/** Closes and forgets the siblings of `store`, and theirs (a browser store's aggregate stores). */
+function releaseSiblings(store: Store): void {
+  const byRole = siblings.get(store);
+  if (byRole === undefined) return;
+  siblings.delete(store);
+  for (const sibling of byRole.values()) {
+    releaseSiblings(sibling);
+    sibling.close();
+  }
+}
+
 /**
  * The per-site and all-origins limiters of `browser`: same window and lockout, their own maximum,
  * never loopback-exempt, under their own names. Cached per browser limiter and
@@ -62,8 +97,7 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
     // Origin) must not be able to evict an aggregate and so refund what it counted. The all-origins
     // budget has a store to itself: beside the site budgets, a page minting sites (one key each)
     // would evict it, the oldest key, and so flush the one budget that bounds them all.
-    const own = () =>
-      browser.store instanceof MemoryStore ? browser.store.sibling() : browser.store;
+    const own = (role: string) => siblingOf(browser.store, role);
     const make = (suffix: string, maxAttempts: number, store: Store) =>
       createFailureLimiter({
         maxAttempts,
@@ -75,7 +109,10 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
         store,
         ...(browser.logger !== undefined && { logger: browser.logger }),
       });
-    found = { site: make('site', perSite, own()), all: make('all-origins', allOrigins, own()) };
+    found = {
+      site: make('site', perSite, own('site')),
+      all: make('all-origins', allOrigins, own('all-origins')),
+    };
     byNumbers.set(id, found);
   } else {
     // The browser limiter was reconfigured: the budgets follow, keeping what they counted.
@@ -153,14 +190,19 @@ const builtBrowser = new WeakMap<FailureLimiter, SharedBrowser>();
 /**
  * The browser limiter a gate builds for `main` (same numbers, never loopback-exempt), one per main
  * limiter so that gates sharing `main` share browser state too. When `main` keeps its state in a
- * `MemoryStore`, browser keys get a sibling store of their own: a browser flood then evicts or
+ * `MemoryStore`, browser keys live in a sibling store of their own: a browser flood then evicts or
  * overflows only browser keys and never refuses a non-browser client. A shared store (Redis) has no
- * entry bound, so browser keys live there under their own name. Its `close()` is counted: the store
- * is released when the last gate that asked for it closes it.
+ * entry bound, so browser keys live there under their own name. Either way the browser state
+ * belongs to `main`'s store, not to the gate: a gate closed and built again around the same
+ * `limiter` (or `store`) finds every browser lockout it left. `ownsStore` says whether the gate
+ * built that store itself (no `limiter`, no `store` given): only then does the `close()` of the
+ * last gate that asked for this limiter release the browser stores, since nothing else can reach
+ * them.
  */
 export function browserLimiterFor(
   main: FailureLimiter,
   logger: Logger | undefined,
+  ownsStore: boolean,
 ): FailureLimiter {
   const shared = builtBrowser.get(main);
   if (shared !== undefined) {
@@ -168,7 +210,6 @@ export function browserLimiterFor(
     return shared.limiter;
   }
   const c = main.config;
-  const ownStore = main.store instanceof MemoryStore ? main.store.sibling() : undefined;
   const limiter = createFailureLimiter({
     maxAttempts: c.maxAttempts,
     windowMs: c.windowMs,
@@ -177,17 +218,18 @@ export function browserLimiterFor(
     dryRun: c.dryRun,
     exemptLoopback: false,
     name: `${c.name}-browser`,
-    store: ownStore ?? main.store,
+    store: siblingOf(main.store, 'browser'),
     ...(logger !== undefined && { logger }),
   });
   const entry: SharedBrowser = {
     limiter: {
       ...limiter,
       close(): MaybePromise<void> {
-        entry.refs--;
-        if (entry.refs > 0) return undefined;
+        if (entry.refs > 0) entry.refs--;
+        if (entry.refs > 0 || !ownsStore) return undefined;
         builtBrowser.delete(main);
-        return ownStore?.close();
+        releaseSiblings(main.store);
+        return undefined;
       },
     },
     refs: 1,

@@ -338,3 +338,57 @@ describe('authSubject', () => {
     });
   });
 });
+
+describe('a browser request without Origin (Sec-Fetch-Site)', () => {
+  it.each([
+    ['cross-site'],
+    ['same-site'],
+    ['same-origin'],
+    ['none'],
+    ['CROSS-SITE'],
+    [''],
+    ['bogus value'],
+  ])(
+    'Sec-Fetch-Site: %j from loopback is a browser: never direct-local, an opaque origin',
+    (site) => {
+      expect(resolveClient(req('127.0.0.1', { 'sec-fetch-site': site }))).toEqual({
+        ip: '127.0.0.1',
+        directLocal: false,
+        proxied: false,
+        origin: 'null',
+      });
+    },
+  );
+
+  it('a repeated Sec-Fetch-Site is a browser too', () => {
+    expect(
+      resolveClient(
+        req('::1', { 'sec-fetch-site': 'cross-site, none' }, [
+          'Sec-Fetch-Site',
+          'cross-site',
+          'Sec-Fetch-Site',
+          'none',
+        ]),
+      ),
+    ).toEqual({ ip: '::1', directLocal: false, proxied: false, origin: 'null' });
+  });
+
+  it('an Origin wins over Sec-Fetch-Site; Sec-Fetch-Mode alone (Node’s fetch) is no browser', () => {
+    expect(
+      resolveClient(req('127.0.0.1', { origin: 'http://a.localhost', 'sec-fetch-site': 'none' })),
+    ).toMatchObject({ directLocal: false, origin: 'http://a.localhost' });
+    expect(resolveClient(req('127.0.0.1', { 'sec-fetch-mode': 'cors' }))).toEqual({
+      ip: '127.0.0.1',
+      directLocal: true,
+      proxied: false,
+      origin: undefined,
+    });
+  });
+
+  it('authSubject keys it as browser-origin:null from loopback, by IP from elsewhere, never exempt', () => {
+    const local = resolveClient(req('127.0.0.1', { 'sec-fetch-site': 'cross-site' }));
+    expect(authSubject(local)).toEqual({ key: 'browser-origin:null', exempt: false });
+    const remote = resolveClient(req('203.0.113.8', { 'sec-fetch-site': 'cross-site' }));
+    expect(authSubject(remote)).toEqual({ key: '203.0.113.8', exempt: false });
+  });
+});

@@ -23,11 +23,18 @@ export interface RawRequest {
 export interface ClientInfo {
   /** Canonical client IP; `undefined` when it cannot be established (such clients share `unknown`). */
   readonly ip: string | undefined;
-  /** A loopback peer that is not a trusted proxy and sent no forwarding headers and no `Origin`. */
+  /**
+   * A loopback peer that is not a trusted proxy and sent no forwarding headers, no `Origin` and no
+   * `Sec-Fetch-Site` (that is, not a browser).
+   */
   readonly directLocal: boolean;
   /** The request arrived through a trusted proxy. */
   readonly proxied: boolean;
-  /** The raw `Origin` header (comma-joined when repeated); `undefined` when absent. */
+  /**
+   * The raw `Origin` header (comma-joined when repeated). `'null'`, an opaque origin, for a browser
+   * request that sent none: one carrying `Sec-Fetch-Site` (a `<script>`, `<img>` or other no-cors
+   * request, a same-origin GET, a navigation). `undefined` for a request that is no browser's.
+   */
   readonly origin: string | undefined;
 }
 
@@ -101,6 +108,22 @@ function originOf(request: RawRequest): string {
     if (lines.length > 1) return lines.join(', ');
   }
   return value;
+}
+
+/**
+ * The origin of a browser request that sent no `Origin`. Browsers withhold `Origin` from no-cors
+ * requests (`<script>`, `<img>`), same-origin GETs and navigations, but send `Sec-Fetch-Site` to a
+ * loopback or HTTPS server on every request (a header no page can set or remove). Whatever its
+ * value, `none` (a URL the user typed, a bookmark, an extension's navigation) included, and a
+ * repeated or malformed one too, that header marks a browser: the request is never direct-local and
+ * is keyed as an opaque origin, never as a local CLI. A program that sends it only gives up its own
+ * exemption. `Sec-Fetch-Mode` alone proves nothing: Node's own `fetch` sends it.
+ */
+const HIDDEN_ORIGIN = 'null';
+
+function browserOrigin(request: RawRequest, headers: RawRequest['headers']): string | undefined {
+  if (headers.origin !== undefined) return originOf(request);
+  return headers['sec-fetch-site'] === undefined ? undefined : HIDDEN_ORIGIN;
 }
 
 /** A client address, parsed and in canonical text. */
@@ -220,7 +243,7 @@ export function compileClientRules(options?: ClientOptions): {
 
   function resolve(request: RawRequest): ClientInfo {
     const headers = request.headers ?? {};
-    const origin = headers.origin === undefined ? undefined : originOf(request);
+    const origin = browserOrigin(request, headers);
     const peer = peerOf(request);
     if (peer === undefined) return { ip: undefined, directLocal: false, proxied: false, origin };
     if (trusted.length > 0 && isTrusted(peer.ip)) {

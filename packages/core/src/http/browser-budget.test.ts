@@ -198,3 +198,47 @@ describe('browser lockouts belong to the limiter’s store, not to the gate', ()
     expect(clock.pendingTimers()).toBe(0);
   });
 });
+
+describe('a local page that sends no Origin is a browser, not a direct-local CLI', () => {
+  it.each([
+    ['cross-site', 'no-cors'],
+    ['same-origin', 'cors'],
+    ['none', 'navigate'],
+  ])('Sec-Fetch-Site: %s (%s): 10 × 401, then 429, never unlimited', (site, mode) => {
+    const { gate } = authGate();
+    const tag = raw('127.0.0.1', { 'sec-fetch-site': site, 'sec-fetch-mode': mode });
+    const results: GateResult[] = [];
+    for (let i = 0; i < 20; i++) results.push(gate.run(tag, { token: 'guess' }) as GateResult);
+    expect(tally(results)).toEqual({ 401: 10, 429: 10 });
+    const refused = results[10] as GateResult;
+    expect(!refused.ok && refused.decision).toMatchObject({
+      reason: 'locked',
+      retryAfterMs: 300_000,
+    });
+    expect(!refused.ok && refused.answer.headers).toEqual({
+      'Content-Type': 'application/json; charset=utf-8',
+      'Retry-After': '300',
+    });
+    // The CLI on the same machine is still direct-local and exempt.
+    const cli = gate.run(raw('127.0.0.1'), { token: 'right' }) as GateResult;
+    expect(cli.ok && cli.decision).toMatchObject({ reason: 'exempt' });
+    // So is Node's fetch, which sends Sec-Fetch-Mode but never Sec-Fetch-Site.
+    const nodeFetch = gate.run(raw('127.0.0.1', { 'sec-fetch-mode': 'cors' }), {
+      token: 'guess',
+    }) as GateResult;
+    expect(!nodeFetch.ok && nodeFetch.answer.status).toBe(401);
+    expect(nodeFetch.decision).toMatchObject({ reason: 'exempt' });
+  });
+
+  it('counts in the browser budgets under browser-origin:null, never in the non-browser limiter', () => {
+    const { gate } = authGate();
+    for (let i = 0; i < 10; i++)
+      gate.run(raw('127.0.0.1', { 'sec-fetch-site': 'cross-site' }), { token: 'guess' });
+    expect(gate.browserLimiter.check('browser-origin:null')).toMatchObject({ reason: 'locked' });
+    expect(gate.limiter.check('127.0.0.1')).toMatchObject({ reason: 'exempt' });
+    const sandboxed = gate.run(raw('127.0.0.1', { origin: 'null' }), {
+      token: 'right',
+    }) as GateResult;
+    expect(!sandboxed.ok && sandboxed.answer.status).toBe(429);
+  });
+});

@@ -124,6 +124,17 @@ class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, Fa
 const NO_LOG: number[] = [];
 
 /**
+ * What a window call gets instead of a key's failure state (see `#live`): its start lies in the
+ * future, so the hot path's window test never passes and the call goes where it is refused.
+ */
+const HELD = new Slot(new KeyIndex<Slot>(), 'fixed-window', {
+  algorithm: 'fixed-window',
+  limit: 1,
+  windowMs: 1,
+});
+HELD.start = Number.POSITIVE_INFINITY;
+
+/**
  * An empty failure log with room for one time. A distributed brute force is many clients with one
  * failure each; an array that starts empty grows to room for 17 on its first push (136 bytes per
  * client). A client that fails again grows its own log.
@@ -174,6 +185,8 @@ export class MemoryStore implements Store {
   #expiryHint = Number.POSITIVE_INFINITY;
   /** While now < this, every slot is protected and the store refuses new keys. */
   #saturatedUntil = 0;
+  /** The end of the failure state {@link HELD} stands for, set by the call that met it. */
+  #heldUntil = 0;
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
   #lastNow = Number.NEGATIVE_INFINITY;
   #closed = false;
@@ -230,6 +243,7 @@ export class MemoryStore implements Store {
     now: number,
     slot: Slot | undefined,
   ): Decision {
+    if (slot === HELD) return this.#held(key, rule, now);
     switch (rule.algorithm) {
       case 'fixed-window': {
         const state =
@@ -331,6 +345,7 @@ export class MemoryStore implements Store {
   peek(key: string, rule: WindowRule): Decision {
     const now = this.#now();
     const slot = this.#live(this.#slots, key, rule.algorithm, now);
+    if (slot === HELD) return this.#held(key, rule, now);
     if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.limit, now);
     // A state stamped in the future is clamped and kept clamped, as the Redis script does.
     if (slot !== undefined) this.#clamp(slot, rule, now);
@@ -510,11 +525,30 @@ export class MemoryStore implements Store {
   #live(table: KeyIndex<Slot>, key: string, kind: Kind, now: number): Slot | undefined {
     const slot = table.get(key);
     if (slot === undefined) return undefined;
-    if (slot.kind !== kind || now >= slot.expiresAt) {
+    if (now >= slot.expiresAt) {
+      this.#drop(slot);
+      return undefined;
+    }
+    if (slot.kind !== kind) {
+      // A window call never erases failure state: its key may be the client's to choose, and a
+      // failure limiter sharing the store and the name would lose a lockout to it. The window
+      // call is answered from the sentinel instead (refused until the failure state ends).
+      if (slot.kind === 'failure') {
+        this.#heldUntil = slot.expiresAt;
+        return HELD;
+      }
+      // Another window algorithm (a rule changed algorithm), or a window under a failure key:
+      // that state means nothing under this rule and goes.
       this.#drop(slot);
       return undefined;
     }
     return slot;
+  }
+
+  /** A window call on a key that holds failure state: refused, nothing changed or stored. */
+  #held(key: string, rule: WindowRule, now: number): Decision {
+    const wait = this.#heldUntil - now;
+    return decision(false, 'limited', rule.limit, 0, wait, wait, key);
   }
 
   #liveFailure(

@@ -200,6 +200,9 @@ function isFiveIntegers(reply: unknown): reply is ScriptReply {
   return Array.isArray(reply) && reply.length === 5 && reply.every(isInteger);
 }
 
+/** The longest failure state a window call can meet: a lockout of the longest timer delay. */
+const MAX_HELD_MS = 2 ** 31 - 1;
+
 /** The longest wait a window algorithm can honestly advertise: the time its state takes to drain. */
 function windowSpan(rule: WindowRule): number {
   return rule.algorithm === 'sliding-window' ? 2 * rule.windowMs : rule.windowMs;
@@ -214,6 +217,10 @@ function windowSpan(rule: WindowRule): number {
 function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): reply is ScriptReply {
   if (!isFiveIntegers(reply)) return false;
   const [allowed, remaining, retry, reset, started] = reply;
+  // A key that holds failure state (a failure limiter of the same name) refuses a window call
+  // until that state ends, which may be longer than the window.
+  if (allowed === 0 && started === 0 && remaining === 0 && retry === reset && retry >= 1)
+    return retry <= MAX_HELD_MS;
   const span = windowSpan(rule);
   if (started !== 0 || remaining < 0 || remaining > rule.limit || reset < 0 || reset > span)
     return false;
@@ -888,8 +895,8 @@ export class RedisStore implements Store {
     from: number,
     epoch: number,
   ): Decision {
-    // The script deletes a value of another kind, as MemoryStore does: forget the lockout too.
-    if (this.#seen.size > 0) this.#seen.delete(key);
+    // A window call never erases failure state (the script keeps it), so a lockout this process
+    // saw under the same key stays remembered.
     const d = this.#decision(reply, rule.limit, key, 'limited');
     const deny = this.#deny;
     if (deny !== undefined) {

@@ -75,6 +75,11 @@ if code == 'cf' or code == 'pf' then
       -- A dead value is forgotten, as MemoryStore forgets it: a clock stepping back must not
       -- bring it back to life.
       if not live then redis.call('DEL', key) end
+    elseif string.sub(raw, 1, 1) == 'L' and #raw >= 17 and struct.unpack('>d', raw, 2) > now then
+      -- Failure state under this key (a failure limiter sharing the store and the name): a window
+      -- call never erases it, its key may be the client's to choose. Refused until it ends.
+      local left = struct.unpack('>d', raw, 2) - now
+      return { 0, 0, left, left, 0 }
     else
       -- Another kind under this key (a rule changed algorithm): MemoryStore forgets it too.
       redis.call('DEL', key)
@@ -118,11 +123,15 @@ local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local spack, sunpack = struct.pack, struct.unpack
 
 -- The stored value when it is of this kind and still live (now < expiresAt), else nil. A value of
--- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way.
+-- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way, except
+-- live failure state met by a window call, which stays: then nil and the time it has left.
 local function load(kind, size, fetched)
   local raw = fetched or redis.call('GET', key)
   if not raw then return nil end
   if string.sub(raw, 1, 1) ~= kind or (size and #raw ~= size) then
+    if kind ~= 'L' and string.sub(raw, 1, 1) == 'L' and #raw >= 17 and sunpack('>d', raw, 2) > now then
+      return nil, sunpack('>d', raw, 2) - now
+    end
     redis.call('DEL', key)
     return nil
   end
@@ -243,7 +252,8 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
   local cost = tonumber(ARGV[4])
 
   if code == 'cs' or code == 'ps' then
-    local raw = load('S', 33)
+    local raw, held = load('S', 33)
+    if held then return { 0, 0, held, held, 0 } end
     local live, exp, start, prev, curr = false, 0, now, 0, 0
     if raw then
       local _
@@ -309,7 +319,8 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
   end
 
   -- token bucket: tokens scaled by windowMs, refilled by limit per ms
-  local raw = load('T', 25)
+  local raw, held = load('T', 25)
+  if held then return { 0, 0, held, held, 0 } end
   local full = limit * w
   local live, exp, scaled, last = false, 0, full, now
   if raw then

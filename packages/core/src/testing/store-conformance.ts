@@ -608,6 +608,38 @@ export function describeStoreConformance(
         );
       }));
 
+    it('a window call never erases failure state under its key: refused until that state ends', () =>
+      withStore(async (s, advance) => {
+        for (let i = 0; i < 3; i++) await s.recordFailure('lk', failures);
+        for (const rule of [fixed, sliding, bucket]) {
+          expect(await s.peek('lk', rule)).toEqual(
+            d('lk', rule.limit, false, 'limited', 0, 5000, 5000),
+          );
+          expect(await s.consume('lk', rule, 1)).toEqual(
+            d('lk', rule.limit, false, 'limited', 0, 5000, 5000),
+          );
+          await s.refund('lk', rule, 1, 0);
+        }
+        // The lockout is whole: same answer, same end.
+        expect(await s.checkFailures('lk', failures)).toEqual(
+          d('lk', 3, false, 'locked', 0, 5000, 5000),
+        );
+        // A failure log (no lockout yet) is kept the same way, until its last failure expires.
+        await s.recordFailure('log', failures);
+        await advance(400);
+        expect(await s.consume('log', fixed, 1)).toEqual(
+          d('log', 3, false, 'limited', 0, 600, 600),
+        );
+        expect(await s.checkFailures('log', failures)).toEqual(
+          d('log', 3, true, 'allowed', 2, 0, 600),
+        );
+        await advance(600);
+        expect(await s.consume('log', fixed, 1)).toEqual(d('log', 3, true, 'allowed', 2, 0, 1000));
+        await advance(4000);
+        expect(await s.checkFailures('lk', failures)).toEqual(d('lk', 3, true, 'allowed', 3, 0, 0));
+        expect(await s.consume('lk', fixed, 1)).toEqual(d('lk', 3, true, 'allowed', 2, 0, 1000));
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

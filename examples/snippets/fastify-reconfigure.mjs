@@ -2,26 +2,23 @@
 // snippet:start
 import assert from 'node:assert/strict';
 import Fastify from 'fastify';
-import { createFailureLimiter, createWindowLimiter } from '@portcullis/core';
+import { createWindowLimiter } from '@portcullis/core';
 import portcullis, { authGuard } from '@portcullis/fastify';
 
+// The plugin's global limit has no handle: give it a limiter and reconfigure that.
 const api = createWindowLimiter({ name: 'api', limit: 5, windowMs: 60_000 });
-const logins = createFailureLimiter({ maxAttempts: 5, lockoutMs: 60_000, exemptLoopback: false });
+// A hook carries its own reconfigure and limiter.
+const guardLogin = authGuard({
+  maxAttempts: 5,
+  lockoutMs: 60_000,
+  exemptLoopback: false,
+  verify: (request) => (request.headers['x-password'] === 's3cret' ? 'ok' : 'invalid'),
+});
 
 const app = Fastify();
 await app.register(portcullis, { limiter: api });
 app.get('/api', async () => 'ok');
-app.post(
-  '/login',
-  {
-    config: { rateLimit: false },
-    onRequest: authGuard({
-      limiter: logins,
-      verify: (request) => (request.headers['x-password'] === 's3cret' ? 'ok' : 'invalid'),
-    }),
-  },
-  async () => 'welcome',
-);
+app.post('/login', { config: { rateLimit: false }, onRequest: guardLogin }, async () => 'welcome');
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
 const get = () => fetch(`${url}/api`);
 const login = (password) =>
@@ -41,9 +38,13 @@ assert.deepEqual(
 
 assert.equal((await login('wrong')).status, 401);
 assert.equal((await login('wrong')).status, 401);
-logins.reconfigure({ maxAttempts: 2 }); // tightened: a client at 2 failures is locked out at once
+guardLogin.reconfigure({ maxAttempts: 2 }); // tightened: a client at 2 failures is locked out at once
 const locked = await login('s3cret');
-console.log(locked.status, locked.headers.get('retry-after'), logins.config.maxAttempts);
+console.log(
+  locked.status,
+  locked.headers.get('retry-after'),
+  guardLogin.limiter.config.maxAttempts,
+);
 assert.equal(locked.status, 429);
 
 await app.close();

@@ -3,15 +3,13 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import Koa from 'koa';
-import { createFailureLimiter, createWindowLimiter } from '@portcullis/core';
 import { authGuard, rateLimit } from '@portcullis/koa';
 
-const api = createWindowLimiter({ name: 'api', limit: 5, windowMs: 60_000 });
-const logins = createFailureLimiter({ maxAttempts: 5, lockoutMs: 60_000, exemptLoopback: false });
-
-const limitApi = rateLimit({ limiter: api });
+const limitApi = rateLimit({ name: 'api', limit: 5, windowMs: 60_000 });
 const guardLogin = authGuard({
-  limiter: logins,
+  maxAttempts: 5,
+  lockoutMs: 60_000,
+  exemptLoopback: false,
   verify: (req) => (req.get('x-password') === 's3cret' ? 'ok' : 'invalid'),
 });
 const app = new Koa();
@@ -33,7 +31,7 @@ const before = await get();
 console.log(before.status, before.headers.get('ratelimit-policy'), before.headers.get('ratelimit'));
 assert.equal(before.headers.get('ratelimit'), '"api";r=4;t=60');
 
-api.reconfigure({ limit: 2 }); // counts are kept: 1 of the new 2 is spent
+limitApi.reconfigure({ limit: 2 }); // counts are kept: 1 of the new 2 is spent
 const after = [await get(), await get()];
 console.log(after.map((res) => `${res.status} ${res.headers.get('ratelimit-policy')}`).join(', '));
 assert.deepEqual(
@@ -43,9 +41,13 @@ assert.deepEqual(
 
 assert.equal((await login('wrong')).status, 401);
 assert.equal((await login('wrong')).status, 401);
-logins.reconfigure({ maxAttempts: 2 }); // tightened: a client at 2 failures is locked out at once
+guardLogin.reconfigure({ maxAttempts: 2 }); // tightened: a client at 2 failures is locked out at once
 const locked = await login('s3cret');
-console.log(locked.status, locked.headers.get('retry-after'), logins.config.maxAttempts);
+console.log(
+  locked.status,
+  locked.headers.get('retry-after'),
+  guardLogin.limiter.config.maxAttempts,
+);
 assert.equal(locked.status, 429);
 
 server.close();

@@ -3,17 +3,16 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { createFailureLimiter } from '@portcullis/core';
 import { guardUpgrade } from '@portcullis/ws';
 import { WebSocket, WebSocketServer } from 'ws';
 
-// Built by you, so you can change its numbers later; the guard's browser limiter follows it.
-const limiter = createFailureLimiter({ maxAttempts: 5, lockoutMs: 60_000 });
-
 const server = createServer();
 const wss = new WebSocketServer({ noServer: true });
-guardUpgrade(server, wss, {
-  limiter,
+// The function that removes the guard also carries its reconfigure and limiter; the browser
+// limiter and budgets it built follow the limiter's numbers.
+const guard = guardUpgrade(server, wss, {
+  maxAttempts: 5,
+  lockoutMs: 60_000,
   verify: (req) =>
     new URL(req.url ?? '/', 'http://localhost').searchParams.get('token') === 's3cret'
       ? 'ok'
@@ -40,11 +39,11 @@ function connect(token) {
 }
 
 const seen = [await connect('wrong'), await connect('wrong')];
-limiter.reconfigure({ maxAttempts: 2 }); // tightened: 2 failures are now a lockout, at once
+guard.reconfigure({ maxAttempts: 2 }); // tightened: 2 failures are now a lockout, at once
 seen.push(await connect('s3cret'));
-limiter.reconfigure({ maxAttempts: 10 }); // loosened: an earned lockout is kept
+guard.reconfigure({ maxAttempts: 10 }); // loosened: an earned lockout is kept
 seen.push(await connect('s3cret'));
-console.log(seen.join(' '), JSON.stringify(limiter.config));
+console.log(seen.join(' '), JSON.stringify(guard.limiter.config));
 assert.deepEqual(seen, ['401', '401', '429', '429']);
 
 wss.close();

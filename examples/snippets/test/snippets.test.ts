@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DIR, SNIPPET, snippetFiles } from '../run-all.mjs';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc', 'redis'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'hono', 'fetch', 'ws', 'rpc', 'redis'];
 /** The Redis the redis-* snippets use: the test setup's (test/setup/services.ts) or the default. */
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -72,6 +72,21 @@ const OUTPUT: Record<string, string[]> = {
     'search: 200 200 429 health: 200 null',
     'quota: 100 98 "default";r=98;t=60',
   ],
+  'fetch-runtimes.mjs': [
+    'bun: 203.0.113.1',
+    'deno: 2001:db8:1:2::/64',
+    'cloudflare: 198.51.100.2',
+    'vercel: 192.0.2.3',
+    'proxied: 192.0.2.4',
+  ],
+  'fetch-usage.mjs': ['login: 401 401 401 429 600', 'quota: 203.0.113.9 99 "default";r=99;t=60'],
+  'hono-runtimes.mjs': [
+    'bun: 203.0.113.1',
+    'deno: 2001:db8:1:2::/64',
+    'cloudflare: 198.51.100.2',
+    'vercel: 192.0.2.3',
+  ],
+  'hono-usage.mjs': usage(99),
   'koa-outcomes.mjs': [
     '204 "search";r=2;t=60',
     '204 "search";r=2;t=60',

@@ -12,7 +12,7 @@ import {
  * @throws {PortcullisConfigError} `ERR_PORTCULLIS_CLIENT_ADDRESS` when `clientAddress` is missing
  */
 export function rawRequestOf<R extends Request, A extends unknown[]>(
-  clientAddress: ((request: R, ...rest: A) => string | undefined) | undefined,
+  clientAddress: ((request: R, ...rest: A) => string | null | undefined) | undefined,
   logger: Logger | undefined,
   where: string,
 ): (request: R, rest: A) => RawRequest {

@@ -21,13 +21,13 @@ export type Wrap<R extends Request, A extends unknown[]> = (
 /** Where the client address comes from: a Fetch request has no socket (docs/design.md#client-identity). */
 export interface ClientAddressOption<R extends Request = Request, A extends unknown[] = unknown[]> {
   /**
-   * The address of the peer that sent the request (an IP address; `undefined` when the runtime
+   * The address of the peer that sent the request (an IP address; `undefined` or `null` when the runtime
    * has none, which leaves the client unresolved: such requests share the `unknown` bucket and one
    * warning is logged). Receives what the runtime passes the handler: Bun's `server`, Deno's
    * `info`, … Forwarding headers are still only believed from `trustedProxies`.
    * Required; runtime one-liners are in the README.
    */
-  clientAddress: (request: R, ...rest: A) => string | undefined;
+  clientAddress: (request: R, ...rest: A) => string | null | undefined;
 }
 
 /** Answers a refused request instead of the default 429; the counter headers are added to it. */

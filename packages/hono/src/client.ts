@@ -30,7 +30,7 @@ function nodeIncoming(c: Context): RawRequest | undefined {
  * headers and raw header lines), else the headers with no address (unresolved: one warning).
  */
 export function rawRequestOf<E extends Env>(
-  clientAddress: ((c: Context<E>) => string | undefined) | undefined,
+  clientAddress: ((c: Context<E>) => string | null | undefined) | undefined,
   logger: Logger | undefined,
   where: string,
 ): (c: Context<E>) => RawRequest {

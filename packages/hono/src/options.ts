@@ -27,13 +27,13 @@ declare module 'hono' {
 /** Where the client address comes from (docs/design.md#client-identity; Hono has no socket of its own). */
 export interface ClientAddressOption<E extends Env = Env> {
   /**
-   * The address of the peer that sent the request (an IP address; `undefined` when unknown).
+   * The address of the peer that sent the request (an IP address; `undefined` or `null` when unknown).
    * Forwarding headers are still only believed from `trustedProxies`. Runtime one-liners: see the
    * README (Bun, Deno, Cloudflare, Vercel).
    * @default the socket of `@hono/node-server`'s incoming request; elsewhere unresolved (one
    * warning, and such requests share the `unknown` bucket)
    */
-  clientAddress?: (c: Context<E>) => string | undefined;
+  clientAddress?: (c: Context<E>) => string | null | undefined;
 }
 
 /**

@@ -676,7 +676,9 @@ export class RedisStore implements Store {
     );
     return this.#script(args, (r) => failureReplyValid(r, rule, sent)).then(
       (reply) => {
-        const d = this.#failureDecision(reply, rule, key, op);
+        // A reset (here, or elsewhere through `subscribe`) after the call went out makes its reply
+        // old news: it answers this call, but teaches this process nothing to remember.
+        const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
         const deny = this.#deny;
         if (deny !== undefined) {
           if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
@@ -688,12 +690,17 @@ export class RedisStore implements Store {
     );
   }
 
-  /** Redis' failure decision, reconciled with the lockouts this process has seen. */
+  /**
+   * Redis' failure decision, reconciled with the lockouts this process has seen; a lockout in it
+   * is remembered only when the reply is `current` (no reset reached this process since the call
+   * was sent).
+   */
   #failureDecision(
     reply: ScriptReply,
     rule: FailureRule,
     key: string,
     op: 'k' | 'r' | 's',
+    current: boolean,
   ): FailureDecision {
     const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
     const now = this.#clock.now();
@@ -701,7 +708,7 @@ export class RedisStore implements Store {
     if (d.reason === 'locked') {
       // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
       if (d.retryAfterMs >= seen) {
-        this.#remember(key, now + d.retryAfterMs, undefined);
+        if (current) this.#remember(key, now + d.retryAfterMs, undefined);
         return d;
       }
       return this.#lockedDecision(key, rule, seen, 'locked');

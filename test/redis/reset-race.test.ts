@@ -1,0 +1,152 @@
+// A reset is a reset: a check whose reply is still on its way when the lockout is lifted must not
+// teach the process that the client is locked out. Seen before the fix: the late reply put the
+// lockout back in the process's memory, and the client was refused for the full 300 s although
+// Redis held nothing. In the same process, and across processes through `subscribe`.
+import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
+import { manualClock } from '@portcullis/core/testing';
+import IORedis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStore, type SendCommand, type Subscribe } from '../../packages/redis/src/index.js';
+import {
+  deletePrefix,
+  ioredis,
+  REDIS_HOST,
+  REDIS_PORT,
+  type TestClient,
+  uniquePrefix,
+} from './helpers.js';
+
+const T0 = 1_700_000_000_000;
+const ip = '198.51.100.77';
+
+/** A sendCommand whose replies to `EVALSHA` wait while `held` is set (Redis has answered). */
+function holding(send: SendCommand) {
+  let gate: { promise: Promise<void>; open: () => void } | undefined;
+  const hold = () => {
+    let open = () => {};
+    const promise = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    gate = { promise, open };
+  };
+  const release = () => {
+    gate?.open();
+    gate = undefined;
+  };
+  const wrapped: SendCommand = (args, key) => {
+    const reply = send(args, key);
+    const g = gate;
+    return g !== undefined && args[0] === 'EVALSHA'
+      ? Promise.resolve(reply).then((r) => g.promise.then(() => r))
+      : reply;
+  };
+  return { send: wrapped, hold, release };
+}
+
+/** A subscriber connection of its own, counting what it hands to the store. */
+async function subscriber() {
+  const sub = new IORedis({ host: REDIS_HOST, port: REDIS_PORT, lazyConnect: true });
+  sub.on('error', () => {});
+  await sub.connect();
+  let received = 0;
+  let ready: Promise<unknown> = Promise.resolve();
+  const subscribe: Subscribe = (channel, onMessage) => {
+    sub.on('message', (ch: string, message: string) => {
+      if (ch !== channel) return;
+      received++;
+      onMessage(message);
+    });
+    ready = sub.subscribe(channel);
+    return () => sub.disconnect();
+  };
+  return { subscribe, received: () => received, ready: () => ready };
+}
+
+describe('a reset racing an in-flight check is not undone by its late reply', () => {
+  let client: TestClient;
+  const prefixes: string[] = [];
+  beforeAll(async () => {
+    client = await ioredis.connect();
+  });
+  afterAll(async () => {
+    for (const prefix of prefixes) await deletePrefix(client.sendCommand, prefix);
+    await client?.close();
+  });
+
+  const limiter = (store: RedisStore): FailureLimiter =>
+    createFailureLimiter({ maxAttempts: 3, store, name: 'auth' });
+
+  it.each([true, false])('in one process (localDeny %s)', async (localDeny) => {
+    const prefix = uniquePrefix('reset-race');
+    prefixes.push(prefix);
+    const clock = manualClock(T0);
+    const wire = holding(client.sendCommand);
+    const store = new RedisStore({ sendCommand: wire.send, prefix, clock, localDeny });
+    const auth = limiter(store);
+    // Another process locked the client out: this one has not seen the lockout, so its check asks
+    // Redis.
+    const other = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+    for (let i = 0; i < 3; i++) await limiter(other).recordFailure(ip);
+    other.close();
+    // A check goes out and Redis answers "locked"; the answer is held on its way back.
+    wire.hold();
+    const late = auth.check(ip);
+    await new Promise((r) => setImmediate(r));
+    await auth.reset(ip);
+    wire.release();
+    expect(await late).toMatchObject({ allowed: false, reason: 'locked', retryAfterMs: 300_000 });
+    // Redis holds nothing, and neither does this process: the client gets every attempt.
+    expect(await client.sendCommand(['EXISTS', `${prefix}auth:default:${ip}`], undefined)).toBe(0);
+    expect(await auth.check(ip)).toEqual({
+      allowed: true,
+      reason: 'allowed',
+      limit: 3,
+      remaining: 3,
+      retryAfterMs: 0,
+      resetMs: 0,
+      key: ip,
+    });
+    expect(await auth.recordFailure(ip)).toMatchObject({ allowed: true, remaining: 2 });
+    store.close();
+  });
+
+  it('across processes: the reset made elsewhere reaches the one whose check was in flight', async () => {
+    const prefix = uniquePrefix('reset-race');
+    prefixes.push(prefix);
+    const clock = manualClock(T0);
+    const subs = [await subscriber(), await subscriber()];
+    const wire = holding(client.sendCommand);
+    const here = new RedisStore({
+      sendCommand: wire.send,
+      prefix,
+      clock,
+      subscribe: subs[0]?.subscribe,
+    });
+    const there = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      subscribe: subs[1]?.subscribe,
+    });
+    for (const sub of subs) await sub.ready();
+    const a = limiter(here);
+    const b = limiter(there);
+    // The client guessed through the other process; this one has not seen the lockout.
+    for (let i = 0; i < 3; i++) await b.recordFailure(ip);
+    wire.hold();
+    const late = a.check(ip);
+    await new Promise((r) => setImmediate(r));
+    // The operator unlocks the client through the other process.
+    await b.reset(ip);
+    for (let i = 0; subs[0]?.received() === 0; i++) {
+      if (i > 1000) throw new Error('the invalidation never arrived');
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    wire.release();
+    expect(await late).toMatchObject({ allowed: false, reason: 'locked' });
+    expect(await a.check(ip)).toMatchObject({ allowed: true, reason: 'allowed', remaining: 3 });
+    expect(await b.check(ip)).toMatchObject({ allowed: true, reason: 'allowed', remaining: 3 });
+    here.close();
+    there.close();
+  });
+});

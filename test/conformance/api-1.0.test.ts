@@ -98,7 +98,11 @@ describe.each(frameworks)('1.0 request limiter on $name', (fw) => {
     // Over the limit: refused in a dry run only, so nothing was counted and nothing is given back.
     const over = await get({ 'x-status': '500' });
     expect(over.status).toBe(500);
-    expect(json(over).decision).toMatchObject({ reason: 'limited', allowed: true, dryRun: true });
+    expect((json(over) as { decision: unknown }).decision).toMatchObject({
+      reason: 'limited',
+      allowed: true,
+      dryRun: true,
+    });
     expect(await statuses(3, { 'x-status': '500' })).toEqual([500, 500, 500]);
     expect(limiter.peek('127.0.0.1')).toMatchObject({ reason: 'limited', remaining: 0 });
     limiter.reconfigure({ dryRun: false });

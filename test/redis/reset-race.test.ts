@@ -4,7 +4,7 @@
 // Redis held nothing. In the same process, and across processes through `subscribe`.
 import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
-import IORedis from 'ioredis';
+import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore, type SendCommand, type Subscribe } from '../../packages/redis/src/index.js';
 import {
@@ -114,19 +114,21 @@ describe('a reset racing an in-flight check is not undone by its late reply', ()
     const prefix = uniquePrefix('reset-race');
     prefixes.push(prefix);
     const clock = manualClock(T0);
-    const subs = [await subscriber(), await subscriber()];
+    const mine = await subscriber();
+    const theirs = await subscriber();
+    const subs = [mine, theirs];
     const wire = holding(client.sendCommand);
     const here = new RedisStore({
       sendCommand: wire.send,
       prefix,
       clock,
-      subscribe: subs[0]?.subscribe,
+      subscribe: mine.subscribe,
     });
     const there = new RedisStore({
       sendCommand: client.sendCommand,
       prefix,
       clock,
-      subscribe: subs[1]?.subscribe,
+      subscribe: theirs.subscribe,
     });
     for (const sub of subs) await sub.ready();
     const a = limiter(here);
@@ -138,7 +140,7 @@ describe('a reset racing an in-flight check is not undone by its late reply', ()
     await new Promise((r) => setImmediate(r));
     // The operator unlocks the client through the other process.
     await b.reset(ip);
-    for (let i = 0; subs[0]?.received() === 0; i++) {
+    for (let i = 0; mine.received() === 0; i++) {
       if (i > 1000) throw new Error('the invalidation never arrived');
       await new Promise((r) => setTimeout(r, 1));
     }

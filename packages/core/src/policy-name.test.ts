@@ -63,6 +63,16 @@ describe('policy names are valid RFC 9651 strings', () => {
     );
   });
 
+  it('refuses it when the window limiter is made, before any gate advertises it', () => {
+    expect(() => createWindowLimiter({ name: 'x", "evil";q=1000000;w=1' })).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_NAME', option: 'name' }),
+    );
+    expect(() => createWindowLimiter({ name: 'api\r\n' })).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_NAME', option: 'name' }),
+    );
+    expect(createWindowLimiter({ name: 'plan: pro (2024)' }).name).toBe('plan: pro (2024)');
+  });
+
   it('refuses a bad name in rateLimitHeaders instead of writing a forged or broken field', () => {
     expect(() => rateLimitHeaders(allowed, { windowMs: 60_000, name: 'a"b' })).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_NAME' }),

@@ -5,6 +5,7 @@ import { channels, type Logger, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
 import { claimName, limiterStore, POLICY_MEMBER } from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
+import { checkPolicyName } from './policy-name.js';
 import {
   boolean,
   checkLimitSpan,
@@ -131,7 +132,8 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     windowMs: o.windowMs ?? 60_000,
   });
   checkLimitSpan(rule.limit, rule.windowMs, 'createWindowLimiter');
-  const name = o.name ?? 'default';
+  // The name is advertised in RateLimit headers: refused here, not when a gate first writes one.
+  const name = checkPolicyName(o.name ?? 'default');
   let dryRun = o.dryRun ?? false;
   const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
   const logger = safeLogger(o.logger);

@@ -42,11 +42,16 @@ function setHeaders(c: Context, headers: Readonly<Record<string, string>>): void
 
 /**
  * A handler that returned a `Response` it built itself bypasses the prepared headers: they are
- * added to it, unless it set a field of that name itself.
+ * added to it, unless it set a field of that name itself. A response built by `c.json()`, `c.text()`
+ * and the rest has them all, which one look at the first name shows (this runs on every request).
  */
 function keepHeaders(c: Context, headers: Readonly<Record<string, string>>): void {
+  let first = true;
   for (const name in headers) {
-    if (!c.res.headers.has(name)) c.header(name, headers[name] as string);
+    const has = c.res.headers.has(name);
+    if (first && has) return;
+    first = false;
+    if (!has) c.header(name, headers[name] as string);
   }
 }
 
@@ -88,23 +93,33 @@ export function rateLimit<E extends Env = Env>(
     keepHeaders(c, headers);
   }
 
-  function apply(
-    result: RequestResult | undefined,
-    c: Context<E>,
-    next: Next,
-  ): Promise<Response | undefined> | Response {
-    if (result === undefined) return next() as Promise<undefined>;
-    c.set('rateLimit', result.decision);
-    if (result.ok) return allowed(result, c, next) as Promise<undefined>;
+  async function refused(result: RequestResult, c: Context<E>): Promise<Response> {
     if (onLimited === undefined) return answer(c, result.answer as HttpAnswer);
     setHeaders(c, result.headers);
     return onLimited(c, result.decision);
   }
 
+  function apply(
+    result: RequestResult | undefined,
+    c: Context<E>,
+    next: Next,
+  ): Promise<Response | undefined> {
+    if (result === undefined) return next() as Promise<undefined>;
+    c.set('rateLimit', result.decision);
+    return result.ok ? (allowed(result, c, next) as Promise<undefined>) : refused(result, c);
+  }
+
+  // Not an async function: with the memory store the decision is synchronous, and an async
+  // wrapper around allowed()'s promise would cost every request another promise and tick.
   return withControls(
-    async function portcullisRateLimit(c: Context<E>, next: Next) {
-      const result = gate.run(rawOf(c), c);
-      return apply(isPromise(result) ? await result : result, c, next);
+    function portcullisRateLimit(c: Context<E>, next: Next): Promise<Response | undefined> {
+      let result: ReturnType<typeof gate.run>;
+      try {
+        result = gate.run(rawOf(c), c);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return isPromise(result) ? result.then((r) => apply(r, c, next)) : apply(result, c, next);
     },
     { reconfigure: gate.reconfigure, limiter: gate.limiter },
   );

@@ -15,7 +15,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../..', import.meta.url));
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'ws', 'rpc', 'redis'] as const;
+const PACKAGES = [
+  'core',
+  'express',
+  'koa',
+  'fastify',
+  'hono',
+  'fetch',
+  'ws',
+  'rpc',
+  'redis',
+] as const;
 
 /** The exact version of `dependency` the repository tests with (a devDependency of `where`). */
 function repoVersion(where: string, dependency: string): string {
@@ -32,6 +42,7 @@ const PEERS: Record<string, string> = {
   koa: repoVersion('packages/koa', 'koa'),
   '@types/koa': repoVersion('packages/koa', '@types/koa'),
   fastify: repoVersion('packages/fastify', 'fastify'),
+  hono: repoVersion('packages/hono', 'hono'),
   ws: repoVersion('packages/ws', 'ws'),
   '@types/ws': repoVersion('packages/ws', '@types/ws'),
   ioredis: repoVersion('packages/redis', 'ioredis'),
@@ -102,6 +113,23 @@ const IMPORTS: Import[] = [
       ['webhookGuard', 'fastifyWebhookGuard'],
     ],
   },
+  {
+    from: '@portcullis/hono',
+    names: [
+      ['rateLimit', 'honoRateLimit'],
+      ['authGuard', 'honoAuthGuard'],
+      ['webhookGuard', 'honoWebhookGuard'],
+    ],
+  },
+  {
+    from: '@portcullis/fetch',
+    names: [
+      ['rateLimit', 'fetchRateLimit'],
+      ['authGuard', 'fetchAuthGuard'],
+      ['webhookGuard', 'fetchWebhookGuard'],
+      'decisionOf',
+    ],
+  },
   { from: '@portcullis/ws', names: ['guardUpgrade', 'createConnectAuth'] },
   {
     from: '@portcullis/rpc',
@@ -111,6 +139,7 @@ const IMPORTS: Import[] = [
   { from: 'express', default: 'express', cjsDefault: 'module' },
   { from: 'koa', default: 'Koa', cjsDefault: 'module' },
   { from: 'fastify', default: 'Fastify', cjsDefault: 'module' },
+  { from: 'hono', names: ['Hono'] },
   { from: 'ioredis', names: ['Redis'] },
   { from: 'node:http', names: ['createServer'] },
 ];
@@ -174,6 +203,8 @@ async function main() {
     express: () => expressRateLimit({ limit: 0 }),
     koa: () => koaRateLimit({ limit: 0 }),
     fastify: () => fastifyRateLimit({ limit: 0 }),
+    hono: () => honoRateLimit({ limit: 0 }),
+    fetch: () => fetchRateLimit({ limit: 0, clientAddress: () => undefined }),
     ws: () => createConnectAuth({ maxAttempts: 0 }),
     rpc: () => withMethodQuotas(() => null, { limit: 0 }),
     redis: () => new RedisStore({ sendCommand: async () => null, timeoutMs: 0 }),
@@ -218,6 +249,16 @@ async function main() {
   const fastifyFirst = await fastifyApp.inject({ url: '/' });
   const fastifyRefused = await fastifyApp.inject({ url: '/' });
   http.push(['fastify', fastifyFirst.statusCode, fastifyRefused.statusCode, fastifyRefused.headers['retry-after']].join(' '));
+  const honoApp = new Hono();
+  honoApp.use(honoRateLimit({ limit: 1, clientAddress: () => '203.0.113.7' }));
+  honoApp.get('/', (c) => c.text('ok'));
+  const honoFirst = await honoApp.request('/');
+  const honoRefused = await honoApp.request('/');
+  http.push(['hono', honoFirst.status, honoRefused.status, honoRefused.headers.get('retry-after')].join(' '));
+  const handler = fetchRateLimit({ limit: 1, clientAddress: () => '203.0.113.7' })(() => new Response('ok'));
+  const fetchFirst = await handler(new Request('http://x/'));
+  const fetchRefused = await handler(new Request('http://x/'));
+  http.push(['fetch', fetchFirst.status, fetchRefused.status, fetchRefused.headers.get('retry-after')].join(' '));
   await fastifyApp.close();
 
   // ws: the first-frame lockout.
@@ -443,11 +484,19 @@ function expectedReport(build: 'esm' | 'cjs') {
       express: 'ERR_PORTCULLIS_LIMIT',
       koa: 'ERR_PORTCULLIS_LIMIT',
       fastify: 'ERR_PORTCULLIS_LIMIT',
+      hono: 'ERR_PORTCULLIS_LIMIT',
+      fetch: 'ERR_PORTCULLIS_LIMIT',
       ws: 'ERR_PORTCULLIS_MAX_ATTEMPTS',
       rpc: 'ERR_PORTCULLIS_LIMIT',
       redis: 'ERR_PORTCULLIS_TIMEOUT_MS',
     },
-    http: ['express 200 429 60', 'koa 200 429 60', 'fastify 200 429 60'],
+    http: [
+      'express 200 429 60',
+      'koa 200 429 60',
+      'fastify 200 429 60',
+      'hono 200 429 60',
+      'fetch 200 429 60',
+    ],
     ws: 'false false rate_limited 1008',
     rpc: [
       'done config.patch',

@@ -1,6 +1,6 @@
 import { PortcullisConfigError } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { authGuard, decisionOf, rateLimit, webhookGuard } from './index.js';
 
 const T0 = 1_000_000;
@@ -49,6 +49,14 @@ describe('@portcullis/fetch rateLimit', () => {
       '{"code":"RATE_LIMITED","message":"too many requests; retry after 60s","retryable":true,"retryAfterMs":60000}',
     );
     expect((await handler(get(), from('198.51.100.1'))).status).toBe(200);
+  });
+
+  it("keeps the handler's parameters (the runtime's extra arguments typed from clientAddress)", () => {
+    const wrapped = rateLimit({ clientAddress: peer })((_request: Request, info: Info) =>
+      Response.json(info.remoteAddress),
+    );
+    expectTypeOf(wrapped).parameters.toEqualTypeOf<[Request, Info]>();
+    expectTypeOf(wrapped).returns.toEqualTypeOf<Promise<Response>>();
   });
 
   it('passes the extra arguments to clientAddress and the handler', async () => {

@@ -3,7 +3,7 @@ import { type ServerType, serve } from '@hono/node-server';
 import { type Decision, PortcullisConfigError } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
 import { Hono, type MiddlewareHandler } from 'hono';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { authGuard, rateLimit, webhookGuard } from './index.js';
 
 const T0 = 1_000_000;
@@ -15,7 +15,8 @@ function app(...middleware: MiddlewareHandler[]) {
   a.onError((error, c) => c.json({ error: error.message }, 500));
   for (const mw of middleware) a.use('*', mw);
   a.get('/', (c) => {
-    const decision: Decision | undefined = c.get('rateLimit');
+    const decision = c.get('rateLimit');
+    expectTypeOf(decision).toEqualTypeOf<Decision | undefined>();
     const status = Number(c.req.header('x-status') ?? 200);
     if (status >= 500) throw new Error('boom');
     return c.json({ decision: decision ?? null }, status as 200);

@@ -13,7 +13,7 @@ const read = (path: string) => readFileSync(`${REPO}/${path}`, 'utf8');
 const DENIALS = /(?:has|have) no\s+`reconfigure`|returns no handle/g;
 
 describe('the docs say the mounted middleware has reconfigure, as the code does', () => {
-  it.each(['core', 'express', 'koa', 'fastify', 'ws'])(
+  it.each(['core', 'express', 'koa', 'fastify', 'hono', 'fetch', 'ws'])(
     'packages/%s/README.md never says the middleware has no reconfigure',
     (pkg) => {
       expect(read(`packages/${pkg}/README.md`).match(DENIALS)).toBeNull();
@@ -24,6 +24,8 @@ describe('the docs say the mounted middleware has reconfigure, as the code does'
     ['express-reconfigure.mjs', ['limitApi.reconfigure({ limit: 2 })', 'guardLogin.reconfigure(']],
     ['koa-reconfigure.mjs', ['limitApi.reconfigure({ limit: 2 })', 'guardLogin.reconfigure(']],
     ['fastify-reconfigure.mjs', ['guardLogin.reconfigure(']],
+    ['hono-reconfigure.mjs', ['limitApi.reconfigure({ limit: 2 })', 'guardLogin.reconfigure(']],
+    ['fetch-reconfigure.mjs', ['limitApi.reconfigure({ limit: 2 })', 'guardLogin.reconfigure(']],
     ['ws-reconfigure.mjs', ['const guard = guardUpgrade(', 'guard.reconfigure(']],
   ])('%s reconfigures the middleware it mounted', (file, calls) => {
     const code = read(`examples/snippets/${file}`);

@@ -79,6 +79,7 @@ const OUTPUT: Record<string, string[]> = {
     'vercel: 192.0.2.3',
     'proxied: 192.0.2.4',
   ],
+  'fetch-reconfigure.mjs': reconfigured(),
   'fetch-usage.mjs': ['login: 401 401 401 429 600', 'quota: 203.0.113.9 99 "default";r=99;t=60'],
   'hono-runtimes.mjs': [
     'bun: 203.0.113.1',
@@ -86,6 +87,7 @@ const OUTPUT: Record<string, string[]> = {
     'cloudflare: 198.51.100.2',
     'vercel: 192.0.2.3',
   ],
+  'hono-reconfigure.mjs': reconfigured(),
   'hono-usage.mjs': usage(99),
   'koa-outcomes.mjs': [
     '204 "search";r=2;t=60',

@@ -1,7 +1,7 @@
 import { safeLogger } from './safe-call.js';
 import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
-import { channels, type Logger, publishDecision } from './events.js';
+import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { parseIp, parsedIsLoopback, subnetKey } from './ip.js';
 import { boundedKey } from './keys.js';
 import { claimName, limiterStore } from './limiter-store.js';
@@ -304,14 +304,24 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     return out;
   }
 
+  /**
+   * portcullis:decision (metrics): a check's answer is the attempt's decision (one per attempt;
+   * recordFailure and recordSuccess follow it). Sent only while someone listens.
+   */
+  function decided(scope: string, d: Decision): Decision {
+    if (channels.decision.hasSubscribers) publishDecided(config.name, scope, d);
+    return d;
+  }
+
   function check(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
-    if (s.exempt) return exemptDecision(s.key);
+    if (s.exempt) return decided(sc, exemptDecision(s.key));
     const t = tableOf(sc);
-    if (t !== undefined) return finish(sc, s.key, t.checkFailures(s.key, rule), rule.maxAttempts);
+    if (t !== undefined)
+      return decided(sc, finish(sc, s.key, t.checkFailures(s.key, rule), rule.maxAttempts));
     const d = store.checkFailures(`${namespace}${sc}:${s.key}`, rule);
-    return mapMaybe(d, (r) => finish(sc, s.key, r, rule.maxAttempts));
+    return mapMaybe(d, (r) => decided(sc, finish(sc, s.key, r, rule.maxAttempts)));
   }
 
   function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {

@@ -15,7 +15,13 @@ export {
 export type { Decision, DecisionReason } from './decision.js';
 export { PortcullisConfigError } from './errors.js';
 export { callSafely, safeLogger } from './safe-call.js';
-export { channels, type Logger, type PortcullisEvent } from './events.js';
+export {
+  channels,
+  type Logger,
+  type PortcullisEvent,
+  type StoreCallEvent,
+  timeStoreCall,
+} from './events.js';
 export type { Algorithm, FailureDecision, FailureRule, Store, WindowRule } from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export {

@@ -18,6 +18,7 @@ import {
   type Store,
   systemClock,
   type Timers,
+  timeStoreCall,
   type WindowRule,
 } from '@portcullis/core';
 import { LocalDeny, type LocalDenyOptions } from './local-deny.js';
@@ -865,7 +866,7 @@ export class RedisStore implements Store {
     run: (expired: () => boolean) => Promise<unknown>,
     valid: (value: unknown) => value is T = (value: unknown): value is T => true,
   ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    const call = new Promise<T>((resolve, reject) => {
       let settled = false;
       const timer = this.#timers.setTimeout(() => {
         if (settled) return;
@@ -888,6 +889,8 @@ export class RedisStore implements Store {
         },
       );
     });
+    // portcullis:store-call (metrics): timed only while someone listens.
+    return channels.storeCall.hasSubscribers ? timeStoreCall('redis', this.#clock, call) : call;
   }
 
   /**

@@ -185,6 +185,8 @@ export class MemoryStore implements Store {
   #expiryHint = Number.POSITIVE_INFINITY;
   /** While now < this, every slot is protected and the store refuses new keys. */
   #saturatedUntil = 0;
+  /** See {@link MemoryStore.deletions}. */
+  #deletions = 0;
   /** The end of the failure state {@link HELD} stands for, set by the call that met it. */
   #heldUntil = 0;
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
@@ -328,8 +330,9 @@ export class MemoryStore implements Store {
         return;
       }
       default: {
+        const touched = slot.last > now - agoMs;
         const state = tokenBucketRoll(slot, now, rule);
-        tokenBucketRefund(state, rule, cost);
+        tokenBucketRefund(state, rule, cost, agoMs, touched);
         this.#put(
           slot,
           state,
@@ -434,8 +437,14 @@ export class MemoryStore implements Store {
   }
 
   delete(key: string): void {
+    this.#deletions++;
     const slot = this.#slots.get(key);
     if (slot !== undefined) this.#drop(slot);
+  }
+
+  /** How many `delete`s (resets) this store has made: see `Store.deletions`. */
+  get deletions(): number {
+    return this.#deletions;
   }
 
   size(): number {

@@ -48,8 +48,18 @@ export interface Store {
    * expired key, a key of another algorithm and failure state (a lockout) are left alone. Backs
    * `skipSuccessfulRequests` / `skipFailedRequests`. A shared store reports its own failure to
    * refund (its error policy, its logger) and resolves: a refund never fails a request.
+   * `spent`, when given, is the decision of the `consume` whose units come back: a store that
+   * answers later than it counts (a shared one) may know from it exactly when, by its own clock,
+   * they were spent, where `agoMs` (measured by the caller from when the answer arrived) would let
+   * a late answer refund into a window that began after the spend.
    */
-  refund(key: string, rule: WindowRule, cost: number, agoMs: number): MaybePromise<void>;
+  refund(
+    key: string,
+    rule: WindowRule,
+    cost: number,
+    agoMs: number,
+    spent?: Decision,
+  ): MaybePromise<void>;
   /** The failure state of `key` (locked or not); counts nothing. */
   checkFailures(key: string, rule: FailureRule): MaybePromise<Decision>;
   /** Counts one failure for `key`; starts the lockout when it reaches `maxAttempts`. */
@@ -64,6 +74,13 @@ export interface Store {
   recordSuccess(key: string, rule: FailureRule): MaybePromise<Decision>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
+  /**
+   * How many `delete`s (resets) this store has made or, for a shared store, heard of from other
+   * processes, since it was made. Optional: outcome counting reads it to give nothing back across
+   * a reset (the units went with the state, and the window holds newer spends). A store without
+   * it cannot tell a refund of a spend before a reset from one after it within one millisecond.
+   */
+  readonly deletions?: number;
   /** Number of keys held (approximate for shared stores). */
   size(): MaybePromise<number>;
   /** Releases timers and connections. The store must not be used afterwards. */

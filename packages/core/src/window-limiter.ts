@@ -56,10 +56,11 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
   /**
    * Gives back `cost` units of `key` spent `agoMs` ago, to the window they were spent in (never
    * below zero). Backs `skipSuccessfulRequests` / `skipFailedRequests`. An `agoMs` that is not a
-   * positive number counts as 0 (just spent).
+   * positive number counts as 0 (just spent). `spent`: the decision `consume` returned for those
+   * units, when you have it; a shared store then knows exactly when they were spent.
    * @throws {RangeError} `ERR_PORTCULLIS_COST` for a cost that is not a positive integer, as `consume`
    */
-  refund(key: string, cost: number, agoMs: number): MaybePromise<void>;
+  refund(key: string, cost: number, agoMs: number, spent?: Decision): MaybePromise<void>;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
@@ -170,6 +171,17 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     return finish(k, d);
   }
 
+  /**
+   * The store's own decision behind each allowed one this limiter answered with a copy (its key
+   * without the namespace, a dry run's flag): a refund hands the store what it made.
+   */
+  const fromStore = new WeakMap<Decision, Decision>();
+
+  function traced(made: Decision, out: Decision): Decision {
+    if (out !== made && made.allowed) fromStore.set(out, made);
+    return out;
+  }
+
   function keyOf(key: string): string {
     return typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
   }
@@ -192,7 +204,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
           if (cost !== 1) checkCost(cost);
           const k = keyOf(key);
           const d = store.consume(namespace + k, rule, cost);
-          if (isPromise(d)) return d.then((r) => finish(k, r));
+          if (isPromise(d)) return d.then((r) => traced(r, finish(k, r)));
           // portcullis:decision (metrics): counted only while someone listens.
           return d.allowed && !dryRun && namespace === '' && !channels.decision.hasSubscribers
             ? d
@@ -208,10 +220,15 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       return isPromise(d) ? d.then(report) : report(d);
     },
     reset: (key: string) => store.delete(namespace + keyOf(key)),
-    refund(key: string, cost: number, agoMs: number): MaybePromise<void> {
+    refund(key: string, cost: number, agoMs: number, spent?: Decision): MaybePromise<void> {
       // A cost that is no count (undefined from plain JS) would make the count NaN: never sent.
       if (cost !== 1) checkCost(cost);
-      return store.refund(namespace + keyOf(key), rule, cost, Math.max(0, agoMs) || 0);
+      const ago = Math.max(0, agoMs) || 0;
+      const k = namespace + keyOf(key);
+      const made = spent === undefined ? undefined : (fromStore.get(spent) ?? spent);
+      return made === undefined
+        ? store.refund(k, rule, cost, ago)
+        : store.refund(k, rule, cost, ago, made);
     },
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),

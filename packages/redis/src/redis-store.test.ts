@@ -815,7 +815,11 @@ describe('RedisStore malformed replies', () => {
     ['an allowed call told to wait', 'consume', [1, 1, 5, 1000, 0]],
     ['a window reply that starts a lockout', 'consume', [1, 1, 0, 1000, 1]],
     ['an integer beyond 2^53', 'consume', [1, 1, 0, 2 ** 53, 0]],
-    ['six fields', 'consume', [1, 1, 0, 1000, 0, 0]],
+    // An allowed consume names the script's time of the spend sixth; nothing else has six fields.
+    ['seven fields', 'consume', [1, 1, 0, 1000, 0, 0, 0]],
+    ['a refusal with six fields', 'consume', [0, 0, 1000, 1000, 0, 0]],
+    ['a peek with six fields', 'peek', [1, 1, 0, 1000, 0, 0]],
+    ['a spend time that is no integer', 'consume', [1, 1, 0, 1000, 0, 0.5]],
     ['a peek allowed with nothing remaining', 'peek', [1, 0, 0, 1000, 0]],
     ['a peek refused with units remaining', 'peek', [0, 1, 500, 500, 0]],
     ['a sliding-window wait beyond two windows', 'peek', [0, 0, 2001, 2000, 0], sliding],
@@ -1313,7 +1317,7 @@ describe('RedisStore refund', () => {
         // The window had nothing left: other processes may refuse it locally, so it is published.
         expect(commands.map((c) => [c[0], ...c.slice(c[0] === 'PUBLISH' ? 1 : 3)])).toEqual([
           ['EVALSHA', `${prefix}k`, 'gf', '3', '60000', '2', '0'],
-          ['PUBLISH', `${prefix}deny-invalidations`, 'k'],
+          ['PUBLISH', `${prefix}deny-invalidations`, '\u0001reopened:k'],
         ]);
         const after = decodeState(await client.getBuffer(`${prefix}k`));
         expect(after).toEqual({ kind: 'F', numbers: [...(before?.numbers ?? []).slice(0, 2), 1] });

@@ -190,8 +190,11 @@ function describeReply(reply: unknown): string {
   }
 }
 
-/** The script's reply: allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1). */
-type ScriptReply = [number, number, number, number, number];
+/**
+ * The script's reply: allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1), and
+ * for an allowed consume the script's time of the spend.
+ */
+type ScriptReply = [number, number, number, number, number, number?];
 
 function isInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value);
@@ -200,6 +203,21 @@ function isInteger(value: unknown): value is number {
 function isFiveIntegers(reply: unknown): reply is ScriptReply {
   return Array.isArray(reply) && reply.length === 5 && reply.every(isInteger);
 }
+
+function isSpentReply(reply: unknown): reply is ScriptReply {
+  // Any integer time: a test clock may stand before the epoch after it stepped back.
+  return Array.isArray(reply) && reply.length === 6 && reply.every(isInteger);
+}
+
+/**
+ * Marks an invalidation published by a refund that reopened a window (the key follows), apart from
+ * a reset's (the key alone): only a reset cancels the refunds of spends made before it. A process
+ * of an older version reads the marked message as a key that does not exist, and its local refusal
+ * ends within `localDeny.maxStaleMs`, as when a message is lost.
+ */
+const REOPENED = '\u0001reopened:';
+/** Marks a reset of a key that itself starts like a marked message (any other goes as it is). */
+const RESET = '\u0001reset:';
 
 /** The longest failure state a window call can meet: a lockout of the longest timer delay. */
 const MAX_HELD_MS = 2 ** 31 - 1;
@@ -216,6 +234,9 @@ function windowSpan(rule: WindowRule): number {
  * unit remains; a fixed window's refusal waits exactly until it resets.
  */
 function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): reply is ScriptReply {
+  // A consume that spent names, sixth, the script's time of the spend (see SpentReply).
+  if (!peek && isSpentReply(reply))
+    return reply[0] === 1 && windowReplyValid(reply.slice(0, 5), rule, peek);
   if (!isFiveIntegers(reply)) return false;
   const [allowed, remaining, retry, reset, started] = reply;
   // A key that holds failure state (a failure limiter of the same name) refuses a window call
@@ -363,6 +384,10 @@ export class RedisStore implements Store {
    * before one of them may predate it, so it teaches the deny table nothing.
    */
   #epoch = 0;
+  /** See {@link RedisStore.deletions}. */
+  #deletions = 0;
+  /** The script's time of each allowed consume's spend, for its refund. */
+  readonly #spentAt = new WeakMap<Decision, number>();
   /** Where resets and reopening refunds are published. */
   readonly #channel: string;
   #unsubscribe: Unsubscribe | undefined;
@@ -414,7 +439,16 @@ export class RedisStore implements Store {
 
   /** Calls `subscribe` once; a failure to subscribe is logged (entries stay bounded by maxStaleMs). */
   #subscribe(subscribe: Subscribe): void {
-    const onMessage = (message: unknown) => this.#invalidate(String(message));
+    const onMessage = (message: unknown) => {
+      const text = String(message);
+      if (text.startsWith(REOPENED)) {
+        this.#invalidate(text.slice(REOPENED.length));
+      } else {
+        // A reset elsewhere: refunds of spends made before it give nothing back (see deletions).
+        this.#deletions++;
+        this.#invalidate(text.startsWith(RESET) ? text.slice(RESET.length) : text);
+      }
+    };
     const failed = (error: unknown) => {
       const text = error instanceof Error ? error.message : String(error);
       this.#logger?.warn(
@@ -458,11 +492,22 @@ export class RedisStore implements Store {
     this.#local.delete(key);
   }
 
-  /** Tells every process (through the subscribers) to forget its local refusal of `key`. */
-  #publish(key: string): Promise<unknown> {
+  /**
+   * Tells every process (through the subscribers) to forget its local refusal of `key`: `message`
+   * is the key itself for a reset, or the key marked {@link REOPENED} for a refund that reopened it.
+   */
+  #publish(key: string, message = key): Promise<unknown> {
     const redisKey = this.#prefix + key;
     // Classic PUBLISH reaches every node of a Cluster; the key lets a routing client pick its node.
-    return this.#call(['PUBLISH', this.#channel, key], redisKey);
+    return this.#call(['PUBLISH', this.#channel, message], redisKey);
+  }
+
+  /**
+   * Resets made through this store or heard of through `subscribe` since it was made: outcome
+   * counting gives nothing back across one (see `Store.deletions`).
+   */
+  get deletions(): number {
+    return this.#deletions;
   }
 
   /** The key prefix in use. */
@@ -513,7 +558,12 @@ export class RedisStore implements Store {
       String(cost),
     );
     return this.#script(args, (r) => windowReplyValid(r, rule, false)).then(
-      (reply) => this.#windowDecision(reply, rule, key, cost, now, epoch),
+      (reply) => {
+        const d = this.#windowDecision(reply, rule, key, cost, now, epoch);
+        const at = reply[5];
+        if (at !== undefined) this.#spentAt.set(d, at);
+        return d;
+      },
       (error: unknown) => this.#windowFallback(key, rule, cost, error),
     );
   }
@@ -548,7 +598,13 @@ export class RedisStore implements Store {
    * refund is no decision: it is not published on `portcullis:store-error` and does not count
    * among an outage's degraded decisions. It changes no lockout, seen or not.
    */
-  refund(key: string, rule: WindowRule, cost: number, agoMs: number): Promise<void> {
+  refund(
+    key: string,
+    rule: WindowRule,
+    cost: number,
+    agoMs: number,
+    spent?: Decision,
+  ): Promise<void> {
     // It may reopen the window: this process stops answering it locally at once.
     this.#epoch++;
     this.#deny?.delete(key);
@@ -556,20 +612,23 @@ export class RedisStore implements Store {
       this.#refundFallback(key, rule, cost, agoMs, undefined);
       return Promise.resolve();
     }
+    // When this store's consume made `spent`, the script's own time of the spend is exact, where
+    // agoMs (the caller's clock, from when the reply arrived) is late by the reply's trip.
+    const at = spent === undefined ? undefined : this.#spentAt.get(spent);
     const args = this.#args(
       key,
       REFUND[rule.algorithm],
       String(rule.limit),
       String(rule.windowMs),
       String(cost),
-      String(agoMs),
+      at === undefined ? String(agoMs) : `@${at}`,
     );
     return this.#script(args, isRefundReply).then(
       (given) => {
         if (this.#down) this.#up();
         // The window refused a unit call before: other processes may hold that refusal.
         if (given !== 2) return undefined;
-        return this.#publish(key).then(
+        return this.#publish(key, REOPENED + key).then(
           () => undefined,
           (error: unknown) => this.#fail(error),
         );
@@ -603,13 +662,14 @@ export class RedisStore implements Store {
    * until its TTL.
    */
   delete(key: string): Promise<void> {
+    this.#deletions++;
     this.#invalidate(key);
     if (!this.#available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
     // DEL then PUBLISH, pipelined on the connection: every process forgets its local copy.
     const del = () => {
       const deleted = this.#call(['DEL', redisKey], redisKey);
-      const published = this.#publish(key);
+      const published = this.#publish(key, key.startsWith('\u0001') ? RESET + key : key);
       return Promise.all([deleted, published]).then(([reply]) => reply);
     };
     return this.#deadline(del, isDelReply).then(
@@ -906,7 +966,12 @@ export class RedisStore implements Store {
     epoch: number,
   ): Decision {
     // A window call never erases failure state (the script keeps it), so a lockout this process
-    // saw under the same key stays remembered.
+    // saw under the same key stays remembered while it lasts; one that has ended is forgotten now,
+    // as the script forgot it: a clock stepping back must not bring it back.
+    if (this.#seen.size > 0) {
+      const seen = this.#seen.get(key);
+      if (seen !== undefined && seen.until <= this.#clock.now()) this.#seen.delete(key);
+    }
     const d = this.#decision(reply, rule.limit, key, 'limited');
     const deny = this.#deny;
     if (deny !== undefined) {

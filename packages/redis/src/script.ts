@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
  *          record a failure, `s` record a success, `w` write back a lockout the fallback started
  *          during an outage.
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
- *          ARGV[5] agoMs (how long ago the units were spent), so its time argument is ARGV[6].
+ *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
+ *          clock, as its consume replied), so its time argument is ARGV[6].
  * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs.
  * ARGV[5]  (a refund's ARGV[6]) absent: read the Redis server clock (`TIME`), the normal case;
  *          else now in ms (tests). A check (`k`) or success (`s`) on an absent key answers a clean
@@ -33,7 +34,9 @@ import { createHash } from 'node:crypto';
  *   `T` expiresAt scaled last                  token bucket (tokens × windowMs), 25 bytes
  *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
  *
- * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`. A `w`
+ * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`, and for a
+ * consume that spent, a sixth field: the script's now, when the units were spent (a refund of them
+ * names it, so it reaches only a window that had started by then, however late the reply came). A `w`
  * replies the lockout now in force (the longer of Redis' own and the one written back). A refund
  * (`g…`) replies the integer 1 when it gave something back, 2 when it gave back to a window that
  * refused a unit call just before (another process may hold that refusal in its local deny table,
@@ -115,7 +118,7 @@ if code == 'cf' or code == 'pf' then
     if clocked and ttl < 60000 then ttl = 60000 end
     redis.call('SET', key, struct.pack('>c1ddd', 'F', start + w, start, count), 'PX', ttl)
   end
-  if allowed then return { 1, limit - count, 0, reset, 0 } end
+  if allowed then return { 1, limit - count, 0, reset, 0, now } end
   return { 0, math.max(0, limit - count), reset, reset, 0 }
 end
 
@@ -164,7 +167,13 @@ if refund then
   -- never goes below zero. The comparisons keep core's form, so they agree on every input.
   local w = tonumber(ARGV[3])
   local cost = tonumber(ARGV[4])
-  local ago = tonumber(ARGV[5])
+  local ago
+  if string.sub(ARGV[5], 1, 1) == '@' then
+    -- Spent at a time of this clock: how long ago by this clock (never negative).
+    ago = max(0, now - tonumber(string.sub(ARGV[5], 2)))
+  else
+    ago = tonumber(ARGV[5])
+  end
   local raw = redis.call('GET', key)
   if not raw then return 0 end
   local kind = string.sub(raw, 1, 1)
@@ -229,6 +238,8 @@ if refund then
   local full = limit * w
   local _, exp, scaled, last = sunpack('>c1ddd', raw)
   if now >= exp then return 0 end
+  -- Changed since the spend (core's tokenBucketRefund): then only what the refill has not replaced.
+  local touched = last > now - ago
   -- Refilled to now first (a future last refill is clamped, a bucket over this rule is capped).
   if last > now then
     last = now
@@ -238,7 +249,9 @@ if refund then
   end
   if scaled > full then scaled = full end
   local before = scaled
-  scaled = min(full, scaled + cost * w)
+  local give = cost * w
+  if touched then give = max(0, give - ago * limit) end
+  scaled = min(full, scaled + give)
   local untilFull = ceil((full - scaled) / limit)
   save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
   if scaled > before then return 1 end
@@ -298,7 +311,7 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
     end
     if allowed then
       if peek then return { 1, max(0, floor((total - used) / w)), 0, reset, 0 } end
-      return { 1, floor((total - used - cost * w) / w), 0, reset, 0 }
+      return { 1, floor((total - used - cost * w) / w), 0, reset, 0, now }
     end
     -- Refused: when would a call of this cost pass?
     local retry
@@ -361,7 +374,7 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
   scaled = scaled - need
   local untilFull = ceil((full - scaled) / limit)
   save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
-  return { 1, floor(scaled / w), 0, untilFull, 0 }
+  return { 1, floor(scaled / w), 0, untilFull, 0, now }
 end
 
 -- failure log

@@ -111,7 +111,24 @@ export function tokenBucketBlockedUntil(state: TokenBucketState, rule: WindowRul
     : 0;
 }
 
-/** Puts `cost` tokens back into a bucket rolled to now; never above a full bucket. */
-export function tokenBucketRefund(state: TokenBucketState, rule: WindowRule, cost: number): void {
-  state.scaled = Math.min(rule.limit * rule.windowMs, state.scaled + cost * rule.windowMs);
+/**
+ * Puts back into a bucket rolled to now what a spend of `cost` tokens `agoMs` ago still takes from
+ * it, never above a full bucket. `touched`: whether the bucket changed since the spend (its last
+ * refill, before this roll, was later than the spend). When it did not, the bucket has only
+ * refilled since, and whatever the spend still takes is below full: all of it comes back (up to
+ * full). When it did, another spend may have used room that the refill had already given back for
+ * this one, so only what the refill has not replaced yet comes back: `cost` less the tokens refilled
+ * in `agoMs` (a unit the refill replaced is never credited twice).
+ */
+export function tokenBucketRefund(
+  state: TokenBucketState,
+  rule: WindowRule,
+  cost: number,
+  agoMs: number,
+  touched: boolean,
+): void {
+  const give = touched
+    ? Math.max(0, cost * rule.windowMs - agoMs * rule.limit)
+    : cost * rule.windowMs;
+  state.scaled = Math.min(rule.limit * rule.windowMs, state.scaled + give);
 }

@@ -303,21 +303,46 @@ export function createRequestGate<Req, Res = unknown>(
   /** How to give back what an allowed decision spent; recorded only when outcomes matter. */
   const spent = new WeakMap<
     Decision,
-    { limiter: WindowLimiter; key: string; cost: number; at: number }
+    {
+      limiter: WindowLimiter;
+      key: string;
+      cost: number;
+      at: number;
+      deletions: number | undefined;
+      made: Decision;
+    }
   >();
 
-  function remember(d: Decision, lim: WindowLimiter, key: string, cost: number): void {
+  /**
+   * Records how to give back what `made` (the limiter's decision; `d` is what the request sees)
+   * spent. The refund hands the limiter `made`, so a shared store knows exactly when the units
+   * were spent, however late its answer arrived. `deletions` is the store's count of resets
+   * before the call: after a reset the units are gone with the state, and are never given back.
+   */
+  function remember(
+    d: Decision,
+    made: Decision,
+    lim: WindowLimiter,
+    key: string,
+    cost: number,
+    deletions: number | undefined,
+  ): void {
     // Only a decision that spent units can give them back: a dry run's would-be refusal (allowed,
     // reason 'limited' or 'overflow') and an 'open' store error counted nothing.
-    if (tracksOutcome && spends(d)) spent.set(d, { limiter: lim, key, cost, at: clock.now() });
+    if (tracksOutcome && spends(d))
+      spent.set(d, { limiter: lim, key, cost, at: clock.now(), deletions, made });
   }
 
   function spend(key: string, cost: number): MaybePromise<RequestResult> {
     const c = cost === 1 ? 1 : checkCost(cost);
+    if (!tracksOutcome) {
+      const d = limiter.consume(key, c);
+      return isPromise(d) ? d.then(result) : result(d);
+    }
+    const deletions = limiter.store.deletions;
     const d = limiter.consume(key, c);
-    if (!tracksOutcome) return isPromise(d) ? d.then(result) : result(d);
     const done = (x: Decision) => {
-      remember(x, limiter, key, c);
+      remember(x, x, limiter, key, c, deletions);
       return result(x);
     };
     return isPromise(d) ? d.then(done) : done(d);
@@ -325,9 +350,10 @@ export function createRequestGate<Req, Res = unknown>(
 
   function spendUnder(p: Policy, key: string, cost: number): MaybePromise<RequestResult> {
     const c = cost === 1 ? 1 : checkCost(cost);
+    const deletions = tracksOutcome ? p.limiter.store.deletions : undefined;
     const finish = (d: Decision) => {
       const out = unprefixed(d, p.prefix);
-      remember(out, p.limiter, p.prefix + key, c);
+      remember(out, d, p.limiter, p.prefix + key, c, deletions);
       return answer(out, p.writeHeaders(out));
     };
     const d = p.limiter.consume(p.prefix + key, c);
@@ -391,7 +417,14 @@ export function createRequestGate<Req, Res = unknown>(
     spent.delete(result.decision);
     const refund = (successful: boolean) => {
       if (successful ? !skipSuccessful : !skipFailed) return;
-      const out = record.limiter.refund(record.key, record.cost, clock.now() - record.at);
+      // A reset since the spend took the units with it: what the window holds now is newer.
+      if (record.limiter.store.deletions !== record.deletions) return;
+      const out = record.limiter.refund(
+        record.key,
+        record.cost,
+        clock.now() - record.at,
+        record.made,
+      );
       if (isPromise(out)) out.then(undefined, reportRefund);
     };
     // An aborted request (the client left before the response ended) counts as failed.

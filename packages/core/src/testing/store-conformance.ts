@@ -494,9 +494,32 @@ export function describeStoreConformance(
         expect(await s.peek('r', bucket)).toEqual(d('r', 5, true, 'allowed', 5, 0, 0));
         expect(await s.consume('r', bucket, 5)).toEqual(d('r', 5, true, 'allowed', 0, 0, 1000));
         expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, false, 'limited', 0, 200, 1000));
+        // Spent a minute ago and touched since: the refill replaced it long ago, nothing comes back.
         await s.refund('r', bucket, 1, 60_000);
-        expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, true, 'allowed', 0, 0, 1000));
         expect(await s.consume('r', bucket, 1)).toEqual(d('r', 5, false, 'limited', 0, 200, 1000));
+      }));
+
+    it('refund, token bucket: a unit the refill already replaced is never credited twice', () =>
+      withStore(async (s, advance) => {
+        const one: WindowRule = { algorithm: 'token-bucket', limit: 1, windowMs: 1000 };
+        // A spends the only token; 1 s later the refill has replaced it and B spends it again.
+        expect(await s.consume('o', one, 1)).toEqual(d('o', 1, true, 'allowed', 0, 0, 1000));
+        await advance(1000);
+        expect(await s.consume('o', one, 1)).toEqual(d('o', 1, true, 'allowed', 0, 0, 1000));
+        // A's refund comes now: its unit is back already (B spent it), so nothing is given back.
+        await s.refund('o', one, 1, 1000);
+        expect(await s.consume('o', one, 1)).toEqual(d('o', 1, false, 'limited', 0, 1000, 1000));
+        // Half refilled, then the refund of B's spend, untouched since: what it still takes (the
+        // other half) comes back, a full bucket, as if B had never spent.
+        await advance(500);
+        await s.refund('o', one, 1, 500);
+        expect(await s.peek('o', one)).toEqual(d('o', 1, true, 'allowed', 1, 0, 0));
+        // Untouched since the spend: everything it still takes comes back.
+        const five: WindowRule = { algorithm: 'token-bucket', limit: 5, windowMs: 1000 };
+        expect(await s.consume('p', five, 3)).toEqual(d('p', 5, true, 'allowed', 2, 0, 600));
+        await advance(100);
+        await s.refund('p', five, 2, 100);
+        expect(await s.peek('p', five)).toEqual(d('p', 5, true, 'allowed', 4, 0, 100));
       }));
 
     it('refund leaves absent keys, other algorithms and failure state alone', () =>

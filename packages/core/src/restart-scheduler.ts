@@ -34,8 +34,21 @@ export interface RestartSchedulerOptions {
   clock?: Clock;
   /** Timer functions. @default systemTimers (unref'ed) */
   timers?: Timers;
-  /** Receives errors from `onRestart`. */
+  /** Receives errors from `onRestart` and `pendingWork`, and deferrals that ran out of time. */
   logger?: Logger;
+  /**
+   * Work in flight (requests, jobs): a due restart waits while this returns a number above 0,
+   * asking again every `deferralPollMs`, for at most `deferralTimeoutMs`. A check that throws or
+   * returns no number restarts at once (a broken check must not block restarts forever).
+   */
+  pendingWork?: () => number;
+  /** How often a deferred restart asks `pendingWork` again. @default 500 */
+  deferralPollMs?: number;
+  /**
+   * The longest a due restart waits for `pendingWork` to reach 0; then it restarts anyway.
+   * 0 never waits. @default 300_000
+   */
+  deferralTimeoutMs?: number;
 }
 
 /** What a restart request was answered. */
@@ -52,8 +65,13 @@ export interface RestartAttempt {
 export interface RestartScheduler {
   /** Asks for a restart; never rejected, only scheduled. Delays are clamped to `[0, maxDelayMs]`. */
   request(options?: { delayMs?: number; reason?: string }): RestartAttempt;
-  /** The pending restart, if any. */
-  pending(): { readonly dueInMs: number; readonly reasons: readonly string[] } | undefined;
+  /**
+   * The pending restart, if any; `deferred: true` (only then present) while a due restart waits
+   * for `pendingWork`, its `dueInMs` then 0.
+   */
+  pending():
+    | { readonly dueInMs: number; readonly reasons: readonly string[]; readonly deferred?: true }
+    | undefined;
   /** When the last restart ran (clock ms), if one has. */
   lastRestartAt(): number | undefined;
   /** Cancels a pending restart and stops the timer. */
@@ -68,6 +86,9 @@ const restartSpec = {
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   logger: withMethods<Logger>('warn', 'error'),
+  pendingWork: func,
+  deferralPollMs: timerDelay(1),
+  deferralTimeoutMs: timerDelay(0),
 };
 
 /**
@@ -90,6 +111,9 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   const clock = o.clock ?? systemClock;
   const timers = o.timers ?? systemTimers;
   const logger = safeLogger(o.logger);
+  const pendingWork = o.pendingWork as (() => number) | undefined;
+  const deferralPollMs = o.deferralPollMs ?? 500;
+  const deferralTimeoutMs = o.deferralTimeoutMs ?? 300_000;
   // The timer waits delay + cooldown at most: that sum must fit a Node timer, or it fires at once.
   if (maxDelayMs + cooldownMs > MAX_TIMER_MS || defaultDelayMs + cooldownMs > MAX_TIMER_MS) {
     throw new PortcullisConfigError(
@@ -106,6 +130,8 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   let dueAt = 0;
   let reasons: string[] = [];
   let dropped = 0;
+  /** When the due restart started waiting for `pendingWork` (undefined: it is not waiting). */
+  let deferredSince: number | undefined;
 
   function keepReason(reason: string): void {
     if (reasons.length >= MAX_RESTART_REASONS) {
@@ -119,13 +145,53 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
     );
   }
 
-  function fail(error: unknown): void {
-    if (logger) logger.error({ err: error }, 'Portcullis: restart failed');
-    else process.emitWarning(`Portcullis: restart failed: ${String(error)}`);
+  function fail(error: unknown, message = 'Portcullis: restart failed'): void {
+    if (logger) logger.error({ err: error }, message);
+    else process.emitWarning(`${message}: ${String(error)}`);
+  }
+
+  /** The timer of a due restart (or of a deferral's poll) ran: restart, unless work is in flight. */
+  function onDue(): void {
+    timer = undefined;
+    if (pendingWork !== undefined && waitForWork(pendingWork)) return;
+    deferredSince = undefined;
+    fire();
+  }
+
+  /** Asks `check` whether to wait; when so, schedules the next poll and answers true. */
+  function waitForWork(check: () => number): boolean {
+    const now = clock.now();
+    // A clock that stepped back must not stretch the wait beyond deferralTimeoutMs.
+    if (deferredSince === undefined || deferredSince > now) deferredSince = now;
+    const waited = now - deferredSince;
+    if (waited >= deferralTimeoutMs) {
+      if (deferralTimeoutMs > 0)
+        logger?.warn(
+          { code: 'PORTCULLIS_RESTART_DEFERRAL_TIMEOUT', waitedMs: waited },
+          `Portcullis: work still in flight after ${waited} ms; restarting anyway (deferralTimeoutMs)`,
+        );
+      return false;
+    }
+    let work: unknown;
+    try {
+      work = check();
+    } catch (error) {
+      fail(error, 'Portcullis: pendingWork threw; restarting now');
+      return false;
+    }
+    if (typeof work !== 'number' || Number.isNaN(work)) {
+      fail(
+        new TypeError(`pendingWork must return a number, got ${String(work)}`),
+        'Portcullis: pendingWork returned no number; restarting now',
+      );
+      return false;
+    }
+    if (work <= 0) return false;
+    timer = timers.setTimeout(onDue, Math.min(deferralPollMs, deferralTimeoutMs - waited));
+    return true;
   }
 
   function fire(): void {
-    timer = undefined;
     last = clock.now();
     const event = { reasons, droppedReasons: dropped };
     reasons = [];
@@ -141,7 +207,7 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   function schedule(at: number, now: number): void {
     if (timer !== undefined) timers.clearTimeout(timer);
     dueAt = at;
-    timer = timers.setTimeout(fire, at - now);
+    timer = timers.setTimeout(onDue, at - now);
   }
 
   return {
@@ -167,23 +233,26 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
       const due = now + delay + cooldownMsApplied;
       if (req.reason !== undefined) keepReason(req.reason);
       if (timer !== undefined) {
-        if (due < dueAt) schedule(due, now);
-        return { coalesced: true, delayMs: dueAt - now, cooldownMsApplied };
+        // A restart waiting for work in flight is already due: nothing pulls it forward.
+        if (due < dueAt && deferredSince === undefined) schedule(due, now);
+        return { coalesced: true, delayMs: Math.max(0, dueAt - now), cooldownMsApplied };
       }
       schedule(due, now);
       return { coalesced: false, delayMs: due - now, cooldownMsApplied };
     },
-    pending: () =>
-      timer === undefined
-        ? undefined
-        : {
-            dueInMs: Math.min(longestWait, Math.max(0, dueAt - clock.now())),
-            reasons: [...reasons],
-          },
+    pending: () => {
+      if (timer === undefined) return undefined;
+      if (deferredSince !== undefined) return { dueInMs: 0, reasons: [...reasons], deferred: true };
+      return {
+        dueInMs: Math.min(longestWait, Math.max(0, dueAt - clock.now())),
+        reasons: [...reasons],
+      };
+    },
     lastRestartAt: () => last,
     close(): void {
       if (timer !== undefined) timers.clearTimeout(timer);
       timer = undefined;
+      deferredSince = undefined;
       reasons = [];
       dropped = 0;
     },

@@ -12,7 +12,7 @@ const alias = [
     replacement: root('./packages/core/src/testing/index.ts'),
   },
   {
-    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis)$/,
+    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel)$/,
     replacement: root('./packages/$1/src/index.ts'),
   },
 ];
@@ -40,6 +40,7 @@ export default defineConfig({
       pkg('ws'),
       pkg('rpc'),
       pkg('redis', services),
+      pkg('otel'),
       {
         extends: true,
         test: { name: 'integration', include: ['test/**/*.test.ts'], globalSetup: services },

@@ -33,6 +33,7 @@ export const PACKAGES = [
   'ws',
   'rpc',
   'redis',
+  'otel',
 ];
 
 /** @param {string} name */

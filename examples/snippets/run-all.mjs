@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** A snippet file: `<package>-<topic>.mjs`, shown in packages/<package>/README.md. */
-export const SNIPPET = /^(core|express|koa|fastify|hono|fetch|ws|rpc|redis)-[a-z0-9-]+\.mjs$/;
+export const SNIPPET = /^(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel)-[a-z0-9-]+\.mjs$/;
 
 /** This directory. */
 export const DIR = fileURLToPath(new URL('.', import.meta.url));

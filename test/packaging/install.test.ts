@@ -25,6 +25,7 @@ const PACKAGES = [
   'ws',
   'rpc',
   'redis',
+  'otel',
 ] as const;
 
 /** The exact version of `dependency` the repository tests with (a devDependency of `where`). */
@@ -46,6 +47,7 @@ const PEERS: Record<string, string> = {
   ws: repoVersion('packages/ws', 'ws'),
   '@types/ws': repoVersion('packages/ws', '@types/ws'),
   ioredis: repoVersion('packages/redis', 'ioredis'),
+  '@opentelemetry/api': repoVersion('packages/otel', '@opentelemetry/api'),
   '@types/node': repoVersion('.', '@types/node'),
 };
 
@@ -136,6 +138,7 @@ const IMPORTS: Import[] = [
     names: ['withMethodQuotas', 'controlPlaneWriteMethods', 'toJsonRpcError'],
   },
   { from: '@portcullis/redis', names: ['RedisStore'] },
+  { from: '@portcullis/otel', names: ['instrument'] },
   { from: 'express', default: 'express', cjsDefault: 'module' },
   { from: 'koa', default: 'Koa', cjsDefault: 'module' },
   { from: 'fastify', default: 'Fastify', cjsDefault: 'module' },
@@ -208,6 +211,7 @@ async function main() {
     ws: () => createConnectAuth({ maxAttempts: 0 }),
     rpc: () => withMethodQuotas(() => null, { limit: 0 }),
     redis: () => new RedisStore({ sendCommand: async () => null, timeoutMs: 0 }),
+    otel: () => instrument({ maxActiveLockouts: 0 }),
   };
   const configErrors = Object.fromEntries(
     Object.entries(attempts).map(([name, attempt]) => {
@@ -489,6 +493,7 @@ function expectedReport(build: 'esm' | 'cjs') {
       ws: 'ERR_PORTCULLIS_MAX_ATTEMPTS',
       rpc: 'ERR_PORTCULLIS_LIMIT',
       redis: 'ERR_PORTCULLIS_TIMEOUT_MS',
+      otel: 'ERR_PORTCULLIS_MAX_ACTIVE_LOCKOUTS',
     },
     http: [
       'express 200 429 60',

@@ -12,7 +12,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DIR, SNIPPET, snippetFiles } from '../run-all.mjs';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'hono', 'fetch', 'ws', 'rpc', 'redis'];
+const PACKAGES = [
+  'core',
+  'express',
+  'koa',
+  'fastify',
+  'hono',
+  'fetch',
+  'ws',
+  'rpc',
+  'redis',
+  'otel',
+];
 /** The Redis the redis-* snippets use: the test setup's (test/setup/services.ts) or the default. */
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
@@ -102,6 +113,14 @@ const OUTPUT: Record<string, string[]> = {
   'koa-reconfigure.mjs': reconfigured(),
   'koa-stacked.mjs': stacked(),
   'koa-usage.mjs': usage(94),
+  'otel-usage.mjs': [
+    'portcullis.decisions api allowed false = 2',
+    'portcullis.decisions api limited false = 1',
+    'portcullis.decisions auth allowed false = 2',
+    'portcullis.decisions auth locked false = 1',
+    'portcullis.lockouts auth client = 1',
+    'portcullis.lockouts.active auth = 1',
+  ],
   'redis-usage.mjs': [
     'true allowed 10 0s | false locked 0 300s | true allowed 97 0s | keys: 2',
     'keys after reset: 0',

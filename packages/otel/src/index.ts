@@ -1,0 +1,5 @@
+/**
+ * @portcullis/otel — OpenTelemetry metrics for Portcullis, recorded from its diagnostics channels.
+ * @packageDocumentation
+ */
+export { type Instrumentation, type InstrumentOptions, instrument } from './instrument.js';

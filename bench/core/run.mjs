@@ -357,6 +357,7 @@ async function failureScenario(label, maxEntries) {
 async function runJob(id) {
   const job = jobs().find(([name]) => name === id);
   if (job === undefined) throw new Error(`bench/core: no job ${id}`);
+  await instrumentFromEnv();
   const out = await job[1]();
   const { keep: _, ...plain } = out;
   process.stdout.write(`${JSON.stringify(plain)}\n`);
@@ -372,6 +373,40 @@ function spawnJob(id) {
   });
   if (r.status !== 0) throw new Error(`bench/core: job ${id} failed (${r.status ?? r.signal})`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+/**
+ * BENCH_OTEL: what listens on Portcullis's diagnostics channels while the job runs. `off` (the
+ * default): nothing, the hot path reads one getter. `noop`: `instrument()` on the global provider
+ * of @opentelemetry/api with no SDK registered (metrics disabled), so every decision is published
+ * and dropped by a no-op counter. `no-reader`: an SDK MeterProvider without a reader. `reader`: an
+ * SDK MeterProvider with a reader that is never collected (what a scraped process pays per call).
+ */
+async function instrumentFromEnv() {
+  const mode = process.env.BENCH_OTEL ?? 'off';
+  if (mode === 'off') return;
+  const { instrument } = await import('@portcullis/otel');
+  if (mode === 'noop') return instrument();
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+  if (mode === 'no-reader') return instrument({ meterProvider: new MeterProvider() });
+  if (mode !== 'reader')
+    throw new Error(`bench/core: BENCH_OTEL must be off, noop, no-reader or reader, got "${mode}"`);
+  class Idle extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  return instrument({ meterProvider: new MeterProvider({ readers: [new Idle()] }) });
+}
+
+/** BENCH_CORE_JOBS: a comma-separated list of job ids to run (default: all of them). */
+function selectedJobs() {
+  const only = process.env.BENCH_CORE_JOBS;
+  const all = jobs();
+  if (only === undefined || only === '') return all;
+  const ids = only.split(',');
+  for (const id of ids)
+    if (!all.some(([name]) => name === id)) throw new Error(`bench/core: no job ${id}`);
+  return all.filter(([name]) => ids.includes(name));
 }
 
 /** One scenario's figures from several processes: per contender, the median of their medians. */
@@ -391,7 +426,7 @@ async function main() {
   if (process.env.BENCH_CORE_JOB) return runJob(process.env.BENCH_CORE_JOB);
   const results = [];
   const heaps = [];
-  for (const [id] of jobs()) {
+  for (const [id] of selectedJobs()) {
     process.stderr.write(`bench/core: ${id}\n`);
     if (id.startsWith('heap:')) heaps.push(spawnJob(id));
     else results.push(mergeProcesses(Array.from({ length: PROCESSES }, () => spawnJob(id))));
@@ -443,7 +478,7 @@ async function main() {
     console.log(`  ${h.name.padEnd(44)} ${h.mb.toFixed(1).padStart(8)} MB`);
     report.heap.push({ name: h.name, mb: Number(h.mb.toFixed(2)) });
   }
-  if (globalThis.gc)
+  if (globalThis.gc && report.heap.length > 0)
     report.scenarios.push({
       name: 'heap growth after 1 000 000 unique keys',
       unit: 'MB',

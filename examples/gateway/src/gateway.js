@@ -1,8 +1,9 @@
 // The reference gateway: one Node HTTP server with a `ws` WebSocket endpoint, carrying every
 // Portcullis limit (docs/design.md#limits). This file only puts the parts together and owns start
 // and stop: connect.js (first-frame auth), rpc.js (methods, quotas, sessions), restart.js, hooks.js
-// (webhooks), sockets.js and http.js (the transports), status.js (the live board) and limits.js
-// (the failure limiters and the limits in words). Everything is in memory, in one process.
+// (webhooks), sockets.js and http.js (the transports), status.js (the live board), metrics.js
+// (GET /metrics) and limits.js (the failure limiters and the limits in words). Everything is in
+// memory, in one process.
 import { once } from 'node:events';
 import { watch } from 'node:fs';
 import { createClientResolver, systemClock, systemTimers } from '@portcullis/core';
@@ -12,6 +13,7 @@ import { createHookRoute } from './hooks.js';
 import { createHttpServer } from './http.js';
 import { createFailureLimiters, reconfigureLimiters, statusLimiters } from './limits.js';
 import { createJsonLogger } from './logger.js';
+import { createMetrics } from './metrics.js';
 import { createRestarts } from './restart.js';
 import { createRpc } from './rpc.js';
 import { createSockets } from './sockets.js';
@@ -49,6 +51,8 @@ export function createGateway(options) {
   const rl = bootConfig.gateway.auth.rateLimit;
   const services = { clock, timers, logger };
 
+  // Before any limiter decides: every decision from the first on is counted.
+  const metrics = createMetrics({ clock });
   const limiters = createFailureLimiters(rl, services);
   const resolveClient = createClientResolver({ trustedProxies, logger });
   // The status board reads the restart scheduler, the RPC quota store and session count and the
@@ -59,6 +63,8 @@ export function createGateway(options) {
     config,
     bootConfig,
     configPath: options.configPath,
+    // A due restart waits for the HTTP requests in flight (the server is built below).
+    pendingWork: () => http.inFlight(),
     onRestarted: (frame) => {
       sockets.broadcast(frame);
       board.changed();
@@ -101,9 +107,10 @@ export function createGateway(options) {
     logger,
     board,
   });
-  const server = createHttpServer({
+  const http = createHttpServer({
     config,
     board,
+    metrics,
     onHook: createHookRoute({ config, limiter: limiters.webhook, trustedProxies, logger, board }),
     wss: sockets.wss,
     resolveClient,
@@ -112,6 +119,7 @@ export function createGateway(options) {
     trustedProxies,
     logger,
   });
+  const { server } = http;
 
   // Whoever replaces the config (reload, restart, config.patch/apply over RPC), the failure
   // limiters take its numbers live (lockouts kept) and the board shows its hash. Port and proxies
@@ -164,6 +172,10 @@ export function createGateway(options) {
     /** The connect-auth instance (its limiters can reset a client by hand). */
     connectAuth: connect.connectAuth,
     scheduler: restarts.scheduler,
+    /** HTTP requests in flight (the /status/events streams left out): a due restart waits for them. */
+    inFlight: () => http.inFlight(),
+    /** The exposition text GET /metrics serves. */
+    scrapeMetrics: () => metrics.scrape(),
     /** The status board (what /status.json serves). */
     status: () => board.snapshot(),
     /** The config in force. */
@@ -217,6 +229,7 @@ export function createGateway(options) {
         limiters.browser.close(),
         limiters.webhook.close(),
         rpc.close(),
+        metrics.close(),
       ]);
     },
   };

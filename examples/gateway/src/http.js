@@ -1,12 +1,15 @@
 // The HTTP side: one node:http server whose routes are /status (with /status.json and
-// /status/events), POST /hooks/<name> (hooks.js), /healthz and /, and whose upgrades on / or /ws go
-// to the WebSocket server (sockets.js). The status endpoints show client IPs and origins, so only
-// a direct loopback client reads them freely; anyone else needs the shared token, checked under
-// the same lockout as `connect`. Also the small response writers every route uses.
+// /status/events), GET /metrics (metrics.js), POST /hooks/<name> (hooks.js), /healthz and /, and
+// whose upgrades on / or /ws go to the WebSocket server (sockets.js). The status endpoints show
+// client IPs and origins, so only a direct loopback client reads them (and /metrics) freely; anyone
+// else needs the shared token, checked under the same lockout as `connect`. The server counts the
+// requests in flight, which a due restart waits for (restart.js). Also the small response writers
+// every route uses.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createAuthGate, isLoopback } from '@portcullis/core';
+import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 import { bearerOutcome } from './secrets.js';
 import { esc, metaText, renderMain } from './status-view.js';
 
@@ -15,6 +18,7 @@ import { esc, metaText, renderMain } from './status-view.js';
 /** @import { WebSocketServer } from 'ws' */
 /** @import { RunningConfig } from './config.js' */
 /** @import { JsonLogger } from './logger.js' */
+/** @import { Metrics } from './metrics.js' */
 /** @import { StatusBoard } from './status.js' */
 /** @import { Snapshot } from './status-view.js' */
 
@@ -102,6 +106,7 @@ function isLoopbackHost(host) {
  * @param {{
  *   config: RunningConfig,
  *   board: StatusBoard,
+ *   metrics: Metrics,
  *   onHook: (req: IncomingMessage, res: ServerResponse, name: string) => void,
  *   wss: WebSocketServer,
  *   resolveClient: ClientResolver,
@@ -110,9 +115,12 @@ function isLoopbackHost(host) {
  *   trustedProxies: readonly string[],
  *   logger: JsonLogger,
  * }} options `limiter` and `browserLimiter` are connect's, for the status bearer check
+ * @returns {{ server: import('node:http').Server, inFlight: () => number }} the server, and how
+ *   many of its requests are in flight (the live /status/events streams left out: they never end)
  */
 export function createHttpServer(options) {
-  const { config, board, onHook, wss, resolveClient, trustedProxies, logger } = options;
+  const { config, board, metrics, onHook, wss, resolveClient, trustedProxies, logger } = options;
+  let inFlight = 0;
   const statusGate = createAuthGate({
     verify: (/** @type {IncomingMessage} */ req) =>
       bearerOutcome(req, config.current().gateway.auth.token),
@@ -171,10 +179,37 @@ export function createHttpServer(options) {
     res.end(statusPage(/** @type {Snapshot} */ (/** @type {unknown} */ (board.snapshot())), nonce));
   }
 
+  /**
+   * GET /metrics, for a direct loopback client or the shared token (like /status).
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   */
+  async function onMetrics(req, res) {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return text(res, 405, 'Method Not Allowed', { Allow: 'GET, HEAD' });
+    if (!isDirectLoopback(req)) {
+      const result = await statusGate.run(req, req);
+      if (!result.ok) return writeAnswer(res, result.answer);
+    }
+    const body = await metrics.scrape();
+    res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  }
+
   const server = createServer(function route(req, res) {
     const path = new URL(req.url ?? '/', 'http://gateway').pathname;
+    if (path !== '/status/events') {
+      inFlight++;
+      res.once('close', () => inFlight--);
+    }
     if (path === '/status' || path === '/status.json' || path === '/status/events')
       return void onStatus(req, res, path);
+    if (path === '/metrics')
+      return void onMetrics(req, res).catch((error) => {
+        logger.error({ err: error }, 'metrics scrape failed');
+        if (!res.headersSent) text(res, 500, 'Internal Server Error');
+        else res.destroy();
+      });
     if (path.startsWith('/hooks/')) return onHook(req, res, path.slice('/hooks/'.length));
     if (path === '/healthz') return text(res, 200, 'ok');
     if (path === '/')
@@ -197,5 +232,5 @@ export function createHttpServer(options) {
   server.on('clientError', (_error, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
   });
-  return server;
+  return { server, inFlight: () => inFlight };
 }

@@ -1,5 +1,6 @@
-// The restart scheduler and what a restart does here. Core's scheduler coalesces requests and keeps
-// restarts 30 s apart (docs/design.md#restart-cooldown); this gateway only simulates the restart itself: the config file
+// The restart scheduler and what a restart does here. Core's scheduler coalesces requests, keeps
+// restarts 30 s apart (docs/design.md#restart-cooldown) and holds a due restart while requests are
+// in flight (at most 5 minutes); this gateway only simulates the restart itself: the config file
 // is read again (the config in force is kept if the file became invalid), its limiter numbers are
 // put in force live, and every connected client is told, while the process and the limiters'
 // state live on. The port changes only when the process itself restarts.
@@ -19,12 +20,15 @@ import { formatMs } from './status.js';
  *   clock: Clock,
  *   timers: Timers,
  *   logger: JsonLogger,
+ *   pendingWork: () => number,
  *   onRestarted: (frame: string) => void,
  * }} options `configPath` is re-read on restart (without one, the boot config comes back);
- *   `onRestarted` gets the `gateway.restarted` event frame to push to connected clients
+ *   `pendingWork` counts the requests in flight, which a due restart waits for; `onRestarted`
+ *   gets the `gateway.restarted` event frame to push to connected clients
  */
 export function createRestarts(options) {
-  const { config, bootConfig, configPath, clock, timers, logger, onRestarted } = options;
+  const { config, bootConfig, configPath, clock, timers, logger, pendingWork, onRestarted } =
+    options;
   let restarts = 0;
 
   /** @param {RestartEvent} event */
@@ -62,6 +66,7 @@ export function createRestarts(options) {
     timers,
     logger,
     onRestart,
+    pendingWork,
   });
 
   return {

@@ -70,6 +70,7 @@ export function banner(config, address, configPath) {
     `  WebSocket        ${address.wsUrl}  (first frame: connect; then {"type":"req","id","method","params"})`,
     `  webhooks         POST ${address.url}/hooks/<name>  (Authorization: Bearer <hooks.token> or x-portcullis-token)`,
     `  status           ${address.url}/status  (also /status.json and /status/events; no auth from loopback only)`,
+    `  metrics          ${address.url}/metrics  (Prometheus text format; the same access as /status)`,
     'limits in force',
     ...rows,
     'try it',

@@ -173,6 +173,7 @@ describe('npm start (start())', () => {
       expect(stdout).toContain(`Portcullis gateway "portcullis-demo" listening on ${address?.url}`);
       expect(stdout).toContain(`WebSocket        ${address?.wsUrl}`);
       expect(stdout).toContain(`status           ${address?.url}/status`);
+      expect(stdout).toContain(`metrics          ${address?.url}/metrics`);
       expect(stdout).toContain('gateway auth      10 failures / 60 s → 300 s lockout');
       expect(stdout).toContain('webhooks          20 failures / 60 s → 60 s lockout per client IP');
       expect(stdout).toContain(

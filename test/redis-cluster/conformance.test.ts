@@ -36,7 +36,10 @@ type Op = SharedOp<number>;
 // The operations of packages/redis/src/equivalence.test.ts without refunds and repeats (keys are
 // indices here: each run maps them to three names whose slots are served by three different
 // primaries).
-const op = opArb(fc.nat(2), { refunds: false, repeats: false });
+// No restamp: its SCAN walk reaches the nodes the client's SCAN reaches (ioredis: one), which a
+// Cluster property cannot hold equal to memory (see RedisStore.restamp); the single-Redis
+// equivalence suite and the store conformance suite on the Cluster cover it.
+const op = opArb(fc.nat(2), { refunds: false, repeats: false, restamps: false });
 
 /** Runs per property and client (the single-Redis suite makes 300). */
 const RUNS = 100;
@@ -102,21 +105,26 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
         }
       });
 
-      describeStoreConformance(`RedisStore on Redis Cluster (${kind})`, () => {
-        const clock = manualClock(1_000_000);
-        const store = new RedisStore({
-          sendCommand: client.sendCommand,
-          prefix: uniquePrefix(`cluster-${kind}`),
-          clock,
-          onError: 'closed',
-        });
-        return {
-          store,
-          advance: (ms) => clock.advance(ms),
-          rewind: (ms) => clock.set(clock.now() - ms),
-          teardown: () => store.close(),
-        };
-      });
+      describeStoreConformance(
+        `RedisStore on Redis Cluster (${kind})`,
+        () => {
+          const clock = manualClock(1_000_000);
+          const store = new RedisStore({
+            sendCommand: client.sendCommand,
+            prefix: uniquePrefix(`cluster-${kind}`),
+            clock,
+            onError: 'closed',
+          });
+          return {
+            store,
+            advance: (ms) => clock.advance(ms),
+            rewind: (ms) => clock.set(clock.now() - ms),
+            teardown: () => store.close(),
+          };
+          // A restamp walks what the client's SCAN reaches, one node of the Cluster.
+        },
+        { restampEveryKey: false },
+      );
 
       /** Runs `ops` on MemoryStore and on the cluster; every decision must be equal. */
       async function run(rules: WindowRule[], frules: FailureRule[], ops: Op[]): Promise<void> {

@@ -219,6 +219,89 @@ function runWindow(
   }
 }
 
+type LiveOp =
+  | { t: 'consume'; key: 'a' | 'b'; cost: number }
+  | { t: 'peek'; key: 'a' | 'b' }
+  | { t: 'advance'; ms: number }
+  | { t: 'reconfigure'; windowMs: number };
+
+/**
+ * A fixed window reconfigured live, against a model that states the rule: a window that had ended
+ * under the rule in force when it ended stays ended; one still running takes the new length from
+ * the reconfigure on, its count whole, however long it then goes untouched (the memory store's
+ * sweep runs meanwhile).
+ */
+function runLive(limit: number, ops: LiveOp[]): void {
+  const clock = manualClock(0);
+  let w = 1000;
+  const limiter = createWindowLimiter({ limit, windowMs: w, clock, timers: clock });
+  const model: Record<string, { start: number; used: number } | undefined> = {};
+  const live = (key: string) => {
+    const m = model[key];
+    return m !== undefined && clock.now() < m.start + w ? m : undefined;
+  };
+  for (const op of ops) {
+    if (op.t === 'advance') {
+      clock.advance(op.ms);
+    } else if (op.t === 'reconfigure') {
+      for (const key of ['a', 'b']) if (live(key) === undefined) model[key] = undefined;
+      w = op.windowMs;
+      limiter.reconfigure({ windowMs: w });
+    } else if (op.t === 'peek') {
+      const m = live(op.key);
+      expect(limiter.peek(op.key)).toMatchObject({
+        remaining: m === undefined ? limit : Math.max(0, limit - m.used),
+        resetMs: m === undefined ? 0 : m.start + w - clock.now(),
+      });
+    } else {
+      const m = live(op.key) ?? { start: clock.now(), used: 0 };
+      const allowed = m.used + op.cost <= limit;
+      if (allowed) m.used += op.cost;
+      model[op.key] = m;
+      expect(limiter.consume(op.key, op.cost)).toMatchObject({
+        allowed,
+        remaining: allowed ? limit - m.used : Math.max(0, limit - m.used),
+        resetMs: m.start + w - clock.now(),
+      });
+    }
+  }
+  limiter.close();
+}
+
+describe('a live reconfigure against the model', () => {
+  it('fixed window: counts are kept and read under the new windowMs, untouched or not', () => {
+    const liveOp: fc.Arbitrary<LiveOp> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          t: fc.constant('consume' as const),
+          key: fc.constantFrom('a' as const, 'b' as const),
+          cost: fc.integer({ min: 1, max: 4 }),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          t: fc.constant('peek' as const),
+          key: fc.constantFrom('a' as const, 'b' as const),
+        }),
+      },
+      { weight: 4, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: step(70_000) }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          t: fc.constant('reconfigure' as const),
+          windowMs: fc.constantFrom(300, 1000, 2500, 60_000, 120_000),
+        }),
+      },
+    );
+    fc.assert(
+      fc.property(fc.array(liveOp, { maxLength: 60 }), (ops) => runLive(4, ops)),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe('algorithms against reference models', () => {
   it('fixed window matches the log model', () => {
     fc.assert(

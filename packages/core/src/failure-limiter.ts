@@ -4,7 +4,7 @@ import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { parseIp, parsedIsLoopback, subnetKey } from './ip.js';
 import { boundedKey } from './keys.js';
-import { claimName, limiterStore } from './limiter-store.js';
+import { claimName, limiterStore, restampStore } from './limiter-store.js';
 import { type FailureTable, MemoryStore } from './memory-store.js';
 import {
   boolean,
@@ -376,11 +376,16 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     if (p.lockoutMs !== undefined) config.lockoutMs = p.lockoutMs;
     if (p.exemptLoopback !== undefined) config.exemptLoopback = p.exemptLoopback;
     if (p.dryRun !== undefined) config.dryRun = p.dryRun;
+    const before = rule;
     rule = {
       maxAttempts: config.maxAttempts,
       windowMs: config.windowMs,
       lockoutMs: config.lockoutMs,
     };
+    // A failure log expires by the window it was stamped under: re-stamped under the new one, so
+    // that a widened window keeps counting an attacker's failures (and counts none that had
+    // already expired).
+    if (before.windowMs !== rule.windowMs) restampStore(store, namespace, before, rule, logger);
   }
 
   return {

@@ -3,7 +3,8 @@ import { tell } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { PortcullisConfigError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
-import type { Store } from './store.js';
+import { isPromise } from './clock.js';
+import type { FailureRule, Store, WindowRule } from './store.js';
 
 /** The store a limiter works on, and how its keys are spelled there. */
 export interface LimiterStore {
@@ -75,4 +76,33 @@ export function claimName(
   names.set(name, 'warned');
   const msg = `Portcullis: two limiters named "${name}" share one store with different numbers (${before} and ${numbers}); they count the same keys under different rules. Give each its own "name".`;
   tell(logger, 'warn', { code: 'PORTCULLIS_NAME_CLASH', limiter: name }, msg);
+}
+
+/**
+ * Tells the store that the limiter whose keys start with `namespace` now runs under `after`
+ * instead of `before` (see `Store.restamp`), so that its counts are kept and read under the new
+ * rule. A store without `restamp` is left to re-stamp each key when it is next touched; a restamp
+ * that fails is reported, never thrown at the operator who reconfigured.
+ */
+export function restampStore(
+  store: Store,
+  namespace: string,
+  before: WindowRule | FailureRule,
+  after: WindowRule | FailureRule,
+  logger: Logger | undefined,
+): void {
+  if (typeof store.restamp !== 'function') return;
+  const report = (error: unknown) =>
+    tell(
+      logger,
+      'error',
+      { code: 'PORTCULLIS_RESTAMP_ERROR', err: error },
+      `Portcullis: the store could not re-stamp the keys of a reconfigured limiter (${String(error)}); each is re-stamped when it is next touched`,
+    );
+  try {
+    const done = store.restamp(namespace, before, after);
+    if (isPromise(done)) done.then(undefined, report);
+  } catch (error) {
+    report(error);
+  }
 }

@@ -12,6 +12,7 @@ import {
   failureCheck,
   failureClamp,
   failureExpiresAt,
+  failurePrune,
   failureRecord,
   failureRoll,
   type FailureState,
@@ -463,6 +464,90 @@ export class MemoryStore implements Store {
     this.#free = undefined;
   }
 
+  /**
+   * Re-stamps, under `after`, the state of every key whose text starts with `prefix` (`''`: every
+   * key) and that `after` governs (its window algorithm, or failure state): a limiter was
+   * reconfigured from `before`. What had ended under `before` goes, and failures that had expired
+   * under it are forgotten (a wider window counts none of them again); the rest expires, and is
+   * protected from eviction, as `after` says, so a widened window keeps its count past the end the
+   * old rule stamped. Counts, starts and lockouts are kept as they are. O(keys held).
+   */
+  restamp(prefix: string, before: WindowRule | FailureRule, after: WindowRule | FailureRule): void {
+    const now = this.#now();
+    const kind: Kind = 'algorithm' in after ? after.algorithm : 'failure';
+    for (let slot = this.#oldest; slot !== undefined; ) {
+      const next = slot.newer;
+      if (slot.kind === kind && hasPrefix(slot, prefix))
+        this.#restampSlot(slot, now, before, after);
+      slot = next;
+    }
+  }
+
+  #restampSlot(
+    slot: Slot,
+    now: number,
+    before: WindowRule | FailureRule,
+    after: WindowRule | FailureRule,
+  ): void {
+    if (now >= slot.expiresAt) {
+      this.#drop(slot);
+      return;
+    }
+    let expiresAt: number;
+    let protectedUntil = 0;
+    switch (slot.kind) {
+      case 'fixed-window': {
+        const rule = after as WindowRule;
+        expiresAt = fixedWindowExpiresAt(slot, rule);
+        protectedUntil = fixedWindowBlockedUntil(slot, rule);
+        break;
+      }
+      case 'sliding-window': {
+        const rule = after as WindowRule;
+        expiresAt = slidingWindowExpiresAt(slot, rule);
+        const rolled = slidingWindowRoll(
+          { start: slot.start, prev: slot.prev, curr: slot.curr },
+          now,
+          rule,
+        );
+        protectedUntil = slidingWindowBlockedUntil(rolled, now, rule);
+        break;
+      }
+      case 'token-bucket': {
+        const rule = after as WindowRule;
+        // A bucket fuller than the new capacity holds a full one (as the next read caps it).
+        const capped = {
+          scaled: Math.min(slot.scaled, rule.limit * rule.windowMs),
+          last: slot.last,
+        };
+        expiresAt = tokenBucketExpiresAt(capped, rule);
+        protectedUntil = tokenBucketBlockedUntil(capped, rule);
+        break;
+      }
+      default: {
+        if (slot.lockedUntil !== 0) {
+          // A lockout keeps its end (a lowered lockoutMs caps it when it is read, as before).
+          slot.rule = after;
+          return;
+        }
+        failurePrune(slot, now, (before as FailureRule).windowMs);
+        if (slot.log.length === 0) {
+          this.#drop(slot);
+          return;
+        }
+        expiresAt = failureExpiresAt(slot, after as FailureRule);
+      }
+    }
+    if (expiresAt <= now) {
+      this.#drop(slot);
+      return;
+    }
+    slot.expiresAt = expiresAt;
+    slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
+    slot.rule = after;
+    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+  }
+
   /** Drops every expired key now (the background sweep calls this). Returns how many went. */
   sweep(): number {
     return this.#sweepExpired(this.#now());
@@ -807,6 +892,13 @@ function resetFailure(state: FailureState): void {
   const log = state.log;
   while (log.length > 0) log.pop();
   state.lockedUntil = 0;
+}
+
+/** Whether the key a slot shows outside its table (`<scope>:<key>` in a failure table) starts with `prefix`. */
+function hasPrefix(slot: Slot, prefix: string): boolean {
+  if (prefix === '') return true;
+  if (slot.prefix === '') return slot.key.startsWith(prefix);
+  return (slot.prefix + slot.key).startsWith(prefix);
 }
 
 /** Copies a window state field by field (from a scratch state into a slot's own object). */

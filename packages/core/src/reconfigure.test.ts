@@ -83,3 +83,91 @@ describe('gates follow a reconfigured limiter', () => {
     expect(createWindowLimiter().reconfigure).toBeTypeOf('function');
   });
 });
+
+describe('counts survive a change of the rules', () => {
+  it.each(['fixed-window', 'sliding-window'] as const)(
+    '%s: widening windowMs keeps live counts past the end the old rule stamped',
+    (algorithm) => {
+      const clock = manualClock(0);
+      const limiter = createWindowLimiter({
+        algorithm,
+        limit: 5,
+        windowMs: 1000,
+        clock,
+        timers: clock,
+      });
+      limiter.consume('k');
+      limiter.consume('k');
+      clock.advance(500);
+      limiter.reconfigure({ windowMs: 60_000 });
+      const span = algorithm === 'fixed-window' ? 60_000 : 120_000;
+      expect(limiter.peek('k')).toMatchObject({ allowed: true, remaining: 3, resetMs: span - 500 });
+      clock.advance(1000);
+      expect(limiter.peek('k')).toMatchObject({
+        allowed: true,
+        remaining: 3,
+        resetMs: span - 1500,
+      });
+      // The background sweep keeps it too (it drops by the new end, not the old one).
+      clock.advance(60_000);
+      if (algorithm === 'sliding-window')
+        expect(limiter.peek('k')).toMatchObject({ remaining: 3, resetMs: 58_500 });
+      else expect(limiter.peek('k')).toMatchObject({ remaining: 5, resetMs: 0 });
+      limiter.close();
+    },
+  );
+
+  it('narrowing windowMs ends a window that is over under the new rule', () => {
+    const clock = manualClock(0);
+    const limiter = createWindowLimiter({ limit: 2, windowMs: 60_000, clock, timers: clock });
+    limiter.consume('k');
+    limiter.consume('k');
+    clock.advance(5000);
+    expect(limiter.consume('k')).toMatchObject({ allowed: false, retryAfterMs: 55_000 });
+    limiter.reconfigure({ windowMs: 1000 });
+    expect(limiter.consume('k')).toMatchObject({ allowed: true, remaining: 1, resetMs: 1000 });
+  });
+
+  it('an operator who widens the window during a brute force keeps the attacker’s count', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ maxAttempts: 5, clock, timers: clock });
+    for (let i = 0; i < 4; i++) limiter.recordFailure('203.0.113.9');
+    clock.advance(30_000);
+    limiter.reconfigure({ windowMs: 600_000 });
+    clock.advance(35_000);
+    expect(limiter.check('203.0.113.9')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(limiter.recordFailure('203.0.113.9')).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+      retryAfterMs: 300_000,
+    });
+  });
+
+  it('a failure that had expired when the window widened never counts again', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ maxAttempts: 3, clock, timers: clock });
+    limiter.recordFailure('203.0.113.10');
+    clock.advance(50_000);
+    limiter.recordFailure('203.0.113.10');
+    clock.advance(20_000);
+    // The first failure is 70 s old: expired under the 60 s window, though not read since.
+    limiter.reconfigure({ windowMs: 600_000 });
+    expect(limiter.check('203.0.113.10')).toMatchObject({ remaining: 2, resetMs: 580_000 });
+  });
+
+  it('failures of a loopback-exempt client are not recorded: turning the exemption off starts it at 0', () => {
+    const clock = manualClock(0);
+    const limiter = createFailureLimiter({ maxAttempts: 3, clock, timers: clock });
+    for (let i = 0; i < 20; i++)
+      expect(limiter.recordFailure('127.0.0.1')).toMatchObject({ allowed: true, reason: 'exempt' });
+    expect(limiter.size()).toBe(0);
+    limiter.reconfigure({ exemptLoopback: false });
+    expect(limiter.check('127.0.0.1')).toMatchObject({
+      allowed: true,
+      reason: 'allowed',
+      remaining: 3,
+    });
+    limiter.recordFailure('127.0.0.1');
+    expect(limiter.check('127.0.0.1')).toMatchObject({ remaining: 2 });
+  });
+});

@@ -72,6 +72,20 @@ export interface Store {
    * one that a concurrent failure started a moment before.
    */
   recordSuccess(key: string, rule: FailureRule): MaybePromise<Decision>;
+  /**
+   * Optional: a limiter whose keys all start with `prefix` (`''`: every key of the store) was
+   * reconfigured from rule `before` to `after`. The store re-stamps, under `after`, every live
+   * state of those keys that `after` governs (its window algorithm, or failure state): what had
+   * ended under `before` goes, failures that had expired under it are forgotten, and the rest
+   * expires when `after` says, so a count is kept and read under the new rule however long the
+   * key goes untouched. Counts, starts and lockouts are kept. A store without it keeps each key's
+   * old expiry until the key is next touched (a widened window may then lose an untouched count).
+   */
+  restamp?(
+    prefix: string,
+    before: WindowRule | FailureRule,
+    after: WindowRule | FailureRule,
+  ): MaybePromise<void>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
   /**

@@ -3,7 +3,7 @@ import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.j
 import { asDryRun, type Decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
-import { claimName, limiterStore, POLICY_MEMBER } from './limiter-store.js';
+import { claimName, limiterStore, POLICY_MEMBER, restampStore } from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
 import { checkPolicyName } from './policy-name.js';
 import {
@@ -240,10 +240,19 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
         windowMs: p.windowMs ?? rule.windowMs,
       });
       checkLimitSpan(next.limit, next.windowMs, 'reconfigure');
-      // Counts are kept: the next call reads them under the new rule. A changed algorithm starts
-      // each key afresh, because one algorithm's state means nothing to another.
+      // Counts are kept: the next call reads them under the new rule, and the store re-stamps
+      // their expiry under it (a widened window keeps an untouched count past its old end). A
+      // changed algorithm starts each key afresh, because one algorithm's state means nothing to
+      // another.
+      const before = rule;
       rule = next;
       dryRun = p.dryRun ?? dryRun;
+      if (
+        before.algorithm !== next.algorithm ||
+        before.limit !== next.limit ||
+        before.windowMs !== next.windowMs
+      )
+        restampStore(store, namespace, before, next, logger);
     },
     get rule() {
       return rule;

@@ -26,6 +26,8 @@ export type Op<K> =
   | { t: 'record'; key: K; frule: number }
   | { t: 'success'; key: K; frule: number }
   | { t: 'delete'; key: K }
+  /** A limiter reconfigured live: `Store.restamp('', rule from, rule to)` of windows or failures. */
+  | { t: 'restamp'; failures: boolean; from: number; to: number }
   /** The latest consume, peek, check, record or success, again, `n` times (a client hammering). */
   | { t: 'again'; n: number }
   | { t: 'advance'; ms: number }
@@ -64,12 +66,16 @@ export const twoRulesEach: fc.Arbitrary<WindowRule[]> = fc.tuple(
 );
 
 /**
- * Random operations over `key`. `refund` and `again` are left out where a runner does not play
- * them (`refunds: false`, `repeats: false`).
+ * Random operations over `key`. `refund`, `again` and `restamp` are left out where a runner does
+ * not play them (`refunds: false`, `repeats: false`, `restamps: false`).
  */
 export function opArb<K>(
   key: fc.Arbitrary<K>,
-  { refunds = true, repeats = true }: { refunds?: boolean; repeats?: boolean } = {},
+  {
+    refunds = true,
+    repeats = true,
+    restamps = true,
+  }: { refunds?: boolean; repeats?: boolean; restamps?: boolean } = {},
 ): fc.Arbitrary<Op<K>> {
   const ops: fc.WeightedArbitrary<Op<K>>[] = [
     {
@@ -143,6 +149,17 @@ export function opArb<K>(
           nil: null,
         }),
         check: fc.boolean(),
+      }),
+    });
+  }
+  if (restamps) {
+    ops.push({
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('restamp' as const),
+        failures: fc.boolean(),
+        from: fc.nat(5),
+        to: fc.nat(5),
       }),
     });
   }

@@ -279,6 +279,15 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
               consumed.delete(key);
             }
             break;
+          case 'restamp': {
+            const [before, after] = o.failures
+              ? [failureRuleOf(o.from), failureRuleOf(o.to)]
+              : [windowRuleOf(o.from), windowRuleOf(o.to)];
+            memory.restamp('', before, after);
+            await redis.restamp('', before, after);
+            expect(redis.degraded).toBe(false);
+            break;
+          }
           case 'again':
             break;
         }

@@ -802,10 +802,12 @@ describe('RedisStore malformed replies', () => {
     ['a NaN remaining', 'consume', [1, Number.NaN, 0, 1000, 0]],
     ['a refusal with a negative wait', 'consume', [0, 0, -5, -5, 0]],
     ['a refusal with no wait', 'consume', [0, 0, 0, 0, 0]],
-    // A refusal beyond the window is what a key holding failure state answers (until that state
-    // ends); beyond the longest timer delay no state can last.
-    ['a wait beyond any lockout', 'consume', [0, 0, 2 ** 31, 2 ** 31, 0]],
-    ['a wait beyond the window with units remaining', 'consume', [0, 1, 1001, 1001, 0]],
+    ['a wait beyond the window', 'consume', [0, 0, 1001, 1001, 0]],
+    // A key holding failure state refuses (fifth field 2) until that state ends, which may be past
+    // the window, never past the longest timer delay, and never with units left or allowed.
+    ['a failure-state refusal beyond any lockout', 'consume', [0, 0, 2 ** 31, 2 ** 31, 2]],
+    ['a failure-state refusal with units remaining', 'consume', [0, 1, 1001, 1001, 2]],
+    ['an allowed call flagged as failure state', 'consume', [1, 1, 0, 1000, 2]],
     ['a fixed-window refusal not waiting until its reset', 'consume', [0, 0, 400, 900, 0]],
     ['remaining above the limit', 'consume', [1, 3, 0, 1000, 0]],
     ['a negative remaining', 'consume', [1, -1, 0, 1000, 0]],

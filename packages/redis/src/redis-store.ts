@@ -17,6 +17,7 @@ import {
   safeLogger,
   type Store,
   systemClock,
+  type TimerHandle,
   type Timers,
   timeStoreCall,
   type WindowRule,
@@ -240,9 +241,11 @@ function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): repl
   if (!isFiveIntegers(reply)) return false;
   const [allowed, remaining, retry, reset, started] = reply;
   // A key that holds failure state (a failure limiter of the same name) refuses a window call
-  // until that state ends, which may be longer than the window.
-  if (allowed === 0 && started === 0 && remaining === 0 && retry === reset && retry >= 1)
-    return retry <= MAX_HELD_MS;
+  // until that state ends, which may be longer than the window; the fifth field says so (2).
+  if (started === 2)
+    return (
+      allowed === 0 && remaining === 0 && retry === reset && retry >= 1 && retry <= MAX_HELD_MS
+    );
   const span = windowSpan(rule);
   if (started !== 0 || remaining < 0 || remaining > rule.limit || reset < 0 || reset > span)
     return false;
@@ -328,6 +331,9 @@ function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
 const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 'ct' } as const;
 const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt' } as const;
 const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': 'gt' } as const;
+const RESTAMP = { 'fixed-window': 'xf', 'sliding-window': 'xs', 'token-bucket': 'xt' } as const;
+
+const isRestampReply = (reply: unknown): reply is 0 | 1 => reply === 0 || reply === 1;
 
 /** Escapes glob metacharacters so a prefix matches only itself in `SCAN … MATCH`. */
 function globEscape(text: string): string {
@@ -386,6 +392,8 @@ export class RedisStore implements Store {
   #epoch = 0;
   /** See {@link RedisStore.deletions}. */
   #deletions = 0;
+  /** While a re-stamp walk runs (bounded): calls wait for it (see {@link RedisStore.restamp}). */
+  #barrier: Promise<void> | undefined;
   /** The script's time of each allowed consume's spend, for its refund. */
   readonly #spentAt = new WeakMap<Decision, number>();
   /** Where resets and reopening refunds are published. */
@@ -706,6 +714,85 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * A limiter whose keys start with `prefix` was reconfigured from `before` to `after`: every key
+   * under it is re-stamped in Redis (one script call each, found with `SCAN`, so O(keys in the
+   * database), as `MemoryStore.restamp` does in memory) and in the fallback store. Calls made while
+   * the walk runs wait for it, at most half of `timeoutMs` (then they go on, and a key the walk has
+   * not reached yet keeps its old expiry until it is touched). On a Cluster the walk reaches what
+   * the client's `SCAN` reaches (node-redis walks every primary, ioredis one node). Never rejects:
+   * a Redis failure is logged like any store error, and each key is then re-stamped when it is next
+   * written under the new rule.
+   */
+  restamp(
+    prefix: string,
+    before: WindowRule | FailureRule,
+    after: WindowRule | FailureRule,
+  ): Promise<void> {
+    this.#local.restamp(prefix, before, after);
+    if (!('algorithm' in after) && this.#seen.size > 0) {
+      // Lockouts this process saw that have ended are forgotten now, as the walk forgets them in
+      // Redis: a clock that steps back later must not bring them back.
+      const now = this.#clock.now();
+      for (const [key, seen] of this.#seen)
+        if (seen.until <= now && key.startsWith(prefix)) this.#seen.delete(key);
+    }
+    if (this.#closed || !this.#available()) return Promise.resolve();
+    // A test clock's time of the reconfigure: every key is re-stamped as of then (the server
+    // clock, in production, moves on by itself while the walk runs).
+    const at = this.#scriptClock?.now();
+    const walk = this.#walk(prefix, before, after, at).then(
+      () => this.#up(),
+      (error: unknown) => this.#fail(error),
+    );
+    let timer: unknown;
+    const barrier = new Promise<void>((resolve) => {
+      timer = this.#timers.setTimeout(resolve, Math.floor(this.#timeoutMs / 2));
+      walk.then(resolve);
+    }).then(() => {
+      this.#timers.clearTimeout(timer as TimerHandle);
+      if (this.#barrier === barrier) this.#barrier = undefined;
+    });
+    this.#barrier = barrier;
+    return walk;
+  }
+
+  async #walk(
+    prefix: string,
+    before: WindowRule | FailureRule,
+    after: WindowRule | FailureRule,
+    at: number | undefined,
+  ): Promise<void> {
+    const failure = !('algorithm' in after);
+    const op = 'algorithm' in after ? RESTAMP[after.algorithm] : 'xl';
+    const numbers =
+      'algorithm' in after
+        ? [String(after.limit), String(after.windowMs), String(before.windowMs)]
+        : [String(after.maxAttempts), String(after.windowMs), String(after.lockoutMs)];
+    const match = `${globEscape(this.#prefix + prefix)}*`;
+    let cursor = '0';
+    do {
+      const reply = await this.#deadline(
+        () => this.#call(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'], undefined),
+        isScanReply,
+      );
+      cursor = String(reply[0]);
+      const keys = reply[1].map((k) =>
+        typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString(),
+      );
+      await Promise.all(
+        keys.map((redisKey) => {
+          const key = redisKey.slice(this.#prefix.length);
+          const [a, b, c] = numbers as [string, string, string];
+          const args = failure
+            ? this.#args(key, op, a, b, c, String(before.windowMs), at)
+            : this.#args(key, op, a, b, c, undefined, at);
+          return this.#run(args, isRestampReply, undefined);
+        }),
+      );
+    } while (cursor !== '0');
+  }
+
   /** Stops the fallback store's sweep timer. The Redis client is yours: close it yourself. */
   close(): void {
     this.#closed = true;
@@ -886,10 +973,18 @@ export class RedisStore implements Store {
    * `EVALSHA sha 1 <prefixed key> <op> <three numbers> [agoMs] [now]` (see script.ts for the
    * layout; only a refund sends `agoMs`).
    */
-  #args(key: string, op: string, a: string, b: string, c: string, ago?: string): string[] {
+  #args(
+    key: string,
+    op: string,
+    a: string,
+    b: string,
+    c: string,
+    ago?: string,
+    at?: number,
+  ): string[] {
     const args = ['EVALSHA', SCRIPT_SHA, '1', this.#prefix + key, op, a, b, c];
     if (ago !== undefined) args.push(ago);
-    if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
+    if (this.#scriptClock !== undefined) args.push(String(at ?? this.#scriptClock.now()));
     return args;
   }
 
@@ -898,16 +993,26 @@ export class RedisStore implements Store {
    * that `valid` refuses rejects with a {@link RedisReplyError}: a store error like any other.
    */
   #script<T = ScriptReply>(args: string[], valid: (reply: unknown) => reply is T): Promise<T> {
+    return this.#run(args, valid, this.#barrier);
+  }
+
+  /** {@link RedisStore.#script}, sent once `after` (a re-stamp walk, bounded) has settled. */
+  #run<T>(
+    args: string[],
+    valid: (reply: unknown) => reply is T,
+    after: Promise<void> | undefined,
+  ): Promise<T> {
     const redisKey = args[3];
+    const send = (expired: () => boolean) =>
+      this.#call(args, redisKey).catch((error: unknown) => {
+        if (!isNoScript(error) || expired()) throw error;
+        const again = args.slice();
+        again[0] = 'EVAL';
+        again[1] = SCRIPT;
+        return this.#call(again, redisKey);
+      });
     return this.#deadline(
-      (expired) =>
-        this.#call(args, redisKey).catch((error: unknown) => {
-          if (!isNoScript(error) || expired()) throw error;
-          const again = args.slice();
-          again[0] = 'EVAL';
-          again[1] = SCRIPT;
-          return this.#call(again, redisKey);
-        }),
+      (expired) => (after === undefined ? send(expired) : after.then(() => send(expired))),
       valid,
     );
   }
@@ -975,7 +1080,8 @@ export class RedisStore implements Store {
     const d = this.#decision(reply, rule.limit, key, 'limited');
     const deny = this.#deny;
     if (deny !== undefined) {
-      if (epoch === this.#epoch) deny.learnWindow(key, rule, cost, d, from);
+      // A refusal by failure state (2) is no window's: the deny table models windows only.
+      if (epoch === this.#epoch && reply[4] !== 2) deny.learnWindow(key, rule, cost, d, from);
       else deny.delete(key);
     }
     return d;

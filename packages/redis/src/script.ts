@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
  * ARGV[1]  operation: `c` consume, `p` peek or `g` give back (refund) followed by the algorithm
  *          (`f` fixed window, `s` sliding window, `t` token bucket), or `k` check failures, `r`
  *          record a failure, `s` record a success, `w` write back a lockout the fallback started
- *          during an outage.
+ *          during an outage; `x` followed by an algorithm or `l` (failures) re-stamps a key under
+ *          a reconfigured rule (`xl` sends the old windowMs as ARGV[5], so its time is ARGV[6]).
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
  *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
  *          clock, as its consume replied), so its time argument is ARGV[6].
@@ -34,7 +35,8 @@ import { createHash } from 'node:crypto';
  *   `T` expiresAt scaled last                  token bucket (tokens × windowMs), 25 bytes
  *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
  *
- * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }`, and for a
+ * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }` (a window
+ * call refused because its key holds failure state says 2 in the fifth field), and for a
  * consume that spent, a sixth field: the script's now, when the units were spent (a refund of them
  * names it, so it reaches only a window that had started by then, however late the reply came). A `w`
  * replies the lockout now in force (the longer of Redis' own and the one written back). A refund
@@ -47,7 +49,7 @@ local key = KEYS[1]
 local code = ARGV[1]
 local refund = code == 'gf' or code == 'gs' or code == 'gt'
 local at = 5
-if refund then at = 6 end
+if refund or code == 'xl' then at = 6 end
 local clocked = ARGV[at] ~= nil
 -- A failure check or success on an absent key (every clean client's login) is answered from the
 -- GET alone: nothing is stored, nothing to compare with the clock, so no TIME is read.
@@ -82,7 +84,7 @@ if code == 'cf' or code == 'pf' then
       -- Failure state under this key (a failure limiter sharing the store and the name): a window
       -- call never erases it, its key may be the client's to choose. Refused until it ends.
       local left = struct.unpack('>d', raw, 2) - now
-      return { 0, 0, left, left, 0 }
+      return { 0, 0, left, left, 2 }
     else
       -- Another kind under this key (a rule changed algorithm): MemoryStore forgets it too.
       redis.call('DEL', key)
@@ -158,6 +160,76 @@ local function save(value, exp)
   -- so it is not gone in real time before its virtual end (the stored expiresAt still rules).
   if clocked and ttl < 60000 then ttl = 60000 end
   redis.call('SET', key, value, 'PX', ttl)
+end
+
+if code == 'xf' or code == 'xs' or code == 'xt' then
+  -- Re-stamps a window under a reconfigured rule (MemoryStore.restamp): ARGV[2] limit, ARGV[3]
+  -- windowMs of the new rule. Only a live value of this algorithm changes: it expires when the new
+  -- rule says (or goes, when that is now); counts and starts are kept. Replies 1 when it changed.
+  local limit, w = tonumber(ARGV[2]), tonumber(ARGV[3])
+  local raw = redis.call('GET', key)
+  if not raw then return 0 end
+  local kind = string.sub(raw, 1, 1)
+  if code == 'xf' then
+    if kind ~= 'F' or #raw ~= 25 then return 0 end
+    local _, exp, start, count = sunpack('>c1ddd', raw)
+    if now >= exp then
+      redis.call('DEL', key)
+      return 1
+    end
+    save(spack('>c1ddd', 'F', start + w, start, count), start + w)
+  elseif code == 'xs' then
+    if kind ~= 'S' or #raw ~= 33 then return 0 end
+    local _, exp, start, prev, curr = sunpack('>c1dddd', raw)
+    if now >= exp then
+      redis.call('DEL', key)
+      return 1
+    end
+    save(spack('>c1dddd', 'S', start + 2 * w, start, prev, curr), start + 2 * w)
+  else
+    if kind ~= 'T' or #raw ~= 25 then return 0 end
+    local _, exp, scaled, last = sunpack('>c1ddd', raw)
+    if now >= exp then
+      redis.call('DEL', key)
+      return 1
+    end
+    -- A bucket fuller than the new capacity holds a full one (as the next read caps it).
+    local full = limit * w
+    local held = min(scaled, full)
+    local untilFull = ceil((full - held) / limit)
+    save(spack('>c1ddd', 'T', last + untilFull, scaled, last), last + untilFull)
+  end
+  return 1
+end
+
+if code == 'xl' then
+  -- Re-stamps failure state under a reconfigured rule: ARGV[3] windowMs of the new rule, ARGV[5]
+  -- the old one. A lockout keeps its end; failures that had expired under the old window are
+  -- forgotten (a wider window counts none of them again); the log expires by the new window.
+  local w, old = tonumber(ARGV[3]), tonumber(ARGV[5])
+  local raw = redis.call('GET', key)
+  if not raw or string.sub(raw, 1, 1) ~= 'L' or #raw < 17 then return 0 end
+  local n = (#raw - 17) / 8
+  if n ~= floor(n) then return 0 end
+  local _, exp, locked = sunpack('>c1dd', raw)
+  if now >= exp then
+    redis.call('DEL', key)
+    return 1
+  end
+  if locked ~= 0 then return 0 end
+  local log = {}
+  for i = 0, n - 1 do
+    local t = sunpack('>d', raw, 18 + 8 * i)
+    if t + old > now then log[#log + 1] = t end
+  end
+  if #log == 0 then
+    redis.call('DEL', key)
+    return 1
+  end
+  local parts = { spack('>c1dd', 'L', log[#log] + w, 0) }
+  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
+  save(table.concat(parts), log[#log] + w)
+  return 1
 end
 
 if refund then
@@ -266,7 +338,7 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
 
   if code == 'cs' or code == 'ps' then
     local raw, held = load('S', 33)
-    if held then return { 0, 0, held, held, 0 } end
+    if held then return { 0, 0, held, held, 2 } end
     local live, exp, start, prev, curr = false, 0, now, 0, 0
     if raw then
       local _
@@ -333,7 +405,7 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
 
   -- token bucket: tokens scaled by windowMs, refilled by limit per ms
   local raw, held = load('T', 25)
-  if held then return { 0, 0, held, held, 0 } end
+  if held then return { 0, 0, held, held, 2 } end
   local full = limit * w
   local live, exp, scaled, last = false, 0, full, now
   if raw then

@@ -142,3 +142,16 @@ export function failureExpiresAt(state: FailureState, rule: FailureRule): number
     ? state.lockedUntil
     : (state.log[state.log.length - 1] as number) + rule.windowMs;
 }
+
+/**
+ * Forgets the failures that have expired under a window of `windowMs` (the rule that was in force
+ * before a limiter was reconfigured), so that a wider window counts none of them again. Mutates
+ * `state`; a lockout is left as it is.
+ */
+export function failurePrune(state: FailureState, now: number, windowMs: number): void {
+  if (state.lockedUntil !== 0) return;
+  const log = state.log;
+  let drop = 0;
+  while (drop < log.length && (log[drop] as number) + windowMs <= now) drop++;
+  if (drop > 0) log.splice(0, drop);
+}

@@ -4,4 +4,8 @@
  * @packageDocumentation
  */
 export { type ManualClock, manualClock } from './manual-clock.js';
-export { describeStoreConformance, type StoreHarness } from './store-conformance.js';
+export {
+  type ConformanceOptions,
+  describeStoreConformance,
+  type StoreHarness,
+} from './store-conformance.js';

@@ -22,6 +22,27 @@ const sliding: WindowRule = { algorithm: 'sliding-window', limit: 4, windowMs: 1
 const bucket: WindowRule = { algorithm: 'token-bucket', limit: 5, windowMs: 1000 };
 const failures: FailureRule = { maxAttempts: 3, windowMs: 1000, lockoutMs: 5000 };
 
+/** What a store under test cannot promise (every default is the full contract). */
+export interface ConformanceOptions {
+  /**
+   * `false` for a store whose `restamp` reaches only part of the keys (a RedisStore on a Cluster
+   * walks what the client's `SCAN` reaches): the exact re-stamp tests are replaced by one that it
+   * runs and changes no answer. @default true
+   */
+  readonly restampEveryKey?: boolean;
+}
+
+/** Tells the store a limiter was reconfigured (every store the suite checks implements it). */
+async function restamp(
+  s: Store,
+  prefix: string,
+  before: WindowRule | FailureRule,
+  after: WindowRule | FailureRule,
+): Promise<void> {
+  expect(typeof s.restamp, 'Store.restamp').toBe('function');
+  await s.restamp?.(prefix, before, after);
+}
+
 function d(
   key: string,
   limit: number,
@@ -43,6 +64,7 @@ function d(
 export function describeStoreConformance(
   name: string,
   factory: () => StoreHarness | Promise<StoreHarness>,
+  options: ConformanceOptions = {},
 ): void {
   describe(`${name} store conformance`, () => {
     async function withStore(
@@ -250,6 +272,94 @@ export function describeStoreConformance(
         await advance(1500);
         expect(await s.consume('w', fixed, 1)).toEqual(d('w', 3, true, 'allowed', 2, 0, 1000));
       }));
+
+    if (options.restampEveryKey === false) {
+      it('restamp: runs, and changes no answer under an unchanged rule', () =>
+        withStore(async (s) => {
+          expect(await s.consume('rp', fixed, 2)).toEqual(d('rp', 3, true, 'allowed', 1, 0, 1000));
+          await restamp(s, '', fixed, fixed);
+          expect(await s.peek('rp', fixed)).toEqual(d('rp', 3, true, 'allowed', 1, 0, 1000));
+        }));
+    } else {
+      it('restamp: a window widened live keeps its count past the end the old rule stamped', () =>
+        withStore(async (s, advance) => {
+          const wide = (r: WindowRule): WindowRule => ({ ...r, windowMs: 60_000 });
+          expect(await s.consume('rf', fixed, 2)).toEqual(d('rf', 3, true, 'allowed', 1, 0, 1000));
+          expect(await s.consume('rs', sliding, 2)).toEqual(
+            d('rs', 4, true, 'allowed', 2, 0, 2000),
+          );
+          await advance(500);
+          await restamp(s, '', fixed, wide(fixed));
+          await restamp(s, '', sliding, wide(sliding));
+          await advance(1000);
+          // Untouched across the old end: read under the new rule, the counts are whole.
+          expect(await s.peek('rf', wide(fixed))).toEqual(
+            d('rf', 3, true, 'allowed', 1, 0, 58_500),
+          );
+          expect(await s.peek('rs', wide(sliding))).toEqual(
+            d('rs', 4, true, 'allowed', 2, 0, 118_500),
+          );
+          await advance(58_500);
+          expect(await s.peek('rf', wide(fixed))).toEqual(d('rf', 3, true, 'allowed', 3, 0, 0));
+        }));
+
+      it('restamp: what ended under the old rule, or ends at once under the new one, is gone', () =>
+        withStore(async (s, advance) => {
+          const wide: WindowRule = { ...fixed, windowMs: 60_000 };
+          expect(await s.consume('ended', fixed, 3)).toEqual(
+            d('ended', 3, true, 'allowed', 0, 0, 1000),
+          );
+          await advance(1000);
+          await restamp(s, '', fixed, wide);
+          expect(await s.peek('ended', wide)).toEqual(d('ended', 3, true, 'allowed', 3, 0, 0));
+          expect(await s.consume('long', wide, 2)).toEqual(
+            d('long', 3, true, 'allowed', 1, 0, 60_000),
+          );
+          await advance(5000);
+          await restamp(s, '', wide, fixed);
+          expect(await s.peek('long', fixed)).toEqual(d('long', 3, true, 'allowed', 3, 0, 0));
+          // Only the keys under the prefix, only the state the rule governs.
+          await s.recordFailure('auth:x', failures);
+          expect(await s.consume('api:y', fixed, 1)).toEqual(
+            d('api:y', 3, true, 'allowed', 2, 0, 1000),
+          );
+          await advance(900);
+          await restamp(s, 'auth:', fixed, wide);
+          await restamp(s, 'other:', fixed, wide);
+          await advance(200);
+          expect(await s.peek('api:y', wide)).toEqual(d('api:y', 3, true, 'allowed', 3, 0, 0));
+          expect(await s.checkFailures('auth:x', failures)).toEqual(
+            d('auth:x', 3, true, 'allowed', 3, 0, 0),
+          );
+        }));
+
+      it('restamp: failures keep counting under a widened window; none that had expired counts again', () =>
+        withStore(async (s, advance) => {
+          const wide: FailureRule = { ...failures, windowMs: 600_000 };
+          await s.recordFailure('f', failures);
+          await advance(600);
+          await s.recordFailure('f', failures);
+          await advance(500);
+          // The first failure has expired (1 100 ms old) but is still held until the next read.
+          await restamp(s, '', failures, wide);
+          await advance(5000);
+          expect(await s.checkFailures('f', wide)).toEqual(
+            d('f', 3, true, 'allowed', 2, 0, 594_500),
+          );
+          expect(await s.recordFailure('f', wide)).toEqual(
+            d('f', 3, true, 'allowed', 1, 0, 600_000),
+          );
+          // A lockout keeps its end.
+          for (let i = 0; i < 3; i++) await s.recordFailure('l', failures);
+          await restamp(s, '', failures, wide);
+          await advance(4000);
+          expect(await s.checkFailures('l', wide)).toEqual(
+            d('l', 3, false, 'locked', 0, 1000, 1000),
+          );
+          await advance(1000);
+          expect(await s.checkFailures('l', wide)).toEqual(d('l', 3, true, 'allowed', 3, 0, 0));
+        }));
+    }
 
     it('a rule with a lower maxAttempts locks a key already over it, from the next call on', () =>
       withStore(async (s, advance) => {

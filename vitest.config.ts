@@ -12,7 +12,7 @@ const alias = [
     replacement: root('./packages/core/src/testing/index.ts'),
   },
   {
-    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel)$/,
+    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel|cli)$/,
     replacement: root('./packages/$1/src/index.ts'),
   },
 ];
@@ -41,6 +41,7 @@ export default defineConfig({
       pkg('rpc'),
       pkg('redis', services),
       pkg('otel'),
+      pkg('cli', services),
       {
         extends: true,
         test: { name: 'integration', include: ['test/**/*.test.ts'], globalSetup: services },

@@ -34,6 +34,7 @@ export const PACKAGES = [
   'rpc',
   'redis',
   'otel',
+  'cli',
 ];
 
 /** @param {string} name */

@@ -26,6 +26,7 @@ const PACKAGES = [
   'rpc',
   'redis',
   'otel',
+  'cli',
 ] as const;
 
 /** The exact version of `dependency` the repository tests with (a devDependency of `where`). */
@@ -641,6 +642,22 @@ describe('the packed packages', () => {
       PACKAGES.map((p) => `node_modules/@portcullis/${p}`).sort(),
     );
     for (const [path, entry] of installed) expect(entry.resolved, path).toMatch(/^file:/);
+  });
+});
+
+describe('the installed portcullis command (@portcullis/cli)', () => {
+  it('is linked into node_modules/.bin and runs: --version, and bad usage exits 2', async () => {
+    const project = join(scratch, 'project');
+    const bin = join(project, 'node_modules', '.bin', 'portcullis');
+    expect(await sh(bin, ['--version'], project)).toBe('0.1.0\n');
+    const bad = await run(bin, ['ban', '198.51.100.7'], { cwd: project, env: npmEnv }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr }),
+    );
+    expect([bad.code, bad.stderr?.split('\n')[0]]).toEqual([
+      2,
+      "error: required option '--for <duration>' not specified",
+    ]);
   });
 });
 

@@ -2,10 +2,13 @@
 // needs no Redis: help, version, every bad usage (exit 2, told before anything is sent), and a
 // Redis that is down (exit 1, the reason and the URL without its password). Every run's exit code
 // and every line it prints are checked. cli-redis.test.ts runs the commands against Redis.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, closedPort, portcullis } from './cli.test-util.js';
 
+const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
 const PROGRAM_HELP = [
@@ -216,5 +219,60 @@ describe('portcullis: Redis down (exit 1, the reason and the URL without its pas
         `error: Redis failed at redis://ops:***@127.0.0.1:${port}/3: connect ECONNREFUSED 127.0.0.1:${port}`,
       ],
     });
+  });
+});
+
+describe('portcullis: Redis refuses (exit 1, nothing done)', () => {
+  const { hostname, port } = new URL(REDIS_URL);
+  const server = `${hostname}:${port || 6379}`;
+  const prefix = `cli-refused-${randomBytes(4).toString('hex')}:`;
+  const key = `${prefix}auth:default:198.51.100.99`;
+  let redis: Redis;
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    await redis.set(key, 'kept', 'EX', 60);
+  });
+  afterAll(async () => {
+    await redis?.del(key);
+    await redis?.quit();
+  });
+
+  it('a wrong password: WRONGPASS, the URL without it', async () => {
+    expect(
+      await portcullis(
+        'unlock',
+        '198.51.100.99',
+        '--prefix',
+        prefix,
+        '--redis',
+        `redis://ops:wr0ng@${server}`,
+      ),
+    ).toEqual({
+      code: 1,
+      stdout: [],
+      stderr: [
+        `error: Redis failed at redis://ops:***@${server}: WRONGPASS invalid username-password pair or user is disabled.`,
+      ],
+    });
+    expect(await redis.get(key)).toBe('kept');
+  });
+
+  it('a database out of range: refused, and nothing sent to database 0 (ioredis would fall back to it)', async () => {
+    expect(
+      await portcullis(
+        'unlock',
+        '198.51.100.99',
+        '--prefix',
+        prefix,
+        '--redis',
+        `redis://${server}/99`,
+      ),
+    ).toEqual({
+      code: 1,
+      stdout: [],
+      stderr: [`error: Redis failed at redis://${server}/99: ERR DB index is out of range`],
+    });
+    expect(await redis.get(key)).toBe('kept');
   });
 });

@@ -68,7 +68,14 @@ export function open(place: Place): Connection {
           maxRetriesPerRequest: 0,
         });
     client.on('error', noteCause);
-    ready = client.connect();
+    const connecting = client;
+    // ioredis reports a failed SELECT (a database out of range) as an error event and connects
+    // anyway, to database 0: nothing may be sent then.
+    ready = connecting.connect().then(() => {
+      if (cause === undefined) return;
+      connecting.disconnect();
+      throw new Error(cause);
+    });
     ready.catch(noteCause);
     return ready;
   };
@@ -99,7 +106,7 @@ export function open(place: Place): Connection {
   return {
     limiter,
     failure() {
-      if (!store.degraded && storeError === undefined) return undefined;
+      if (cause === undefined && !store.degraded && storeError === undefined) return undefined;
       return cause ?? storeError ?? 'Redis failed';
     },
     close() {

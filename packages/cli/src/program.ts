@@ -96,13 +96,10 @@ async function onLimiter<T>(
   const configError = (error: unknown): never => {
     if (!isConfigError(error)) throw error;
     const flag = typeof error.option === 'string' ? FLAGS[error.option] : undefined;
-    const value = flag === undefined ? undefined : given[flag];
-    return usage(
-      command,
-      flag === undefined
-        ? error.message
-        : `${flag} ${value ? printable(value) : "''"}: ${error.message}`,
-    );
+    if (flag === undefined) return usage(command, error.message);
+    const typed = { '--prefix': options.prefix, '--name': options.name, ...given }[flag];
+    const shown = typed === undefined ? '' : typed === '' ? " ''" : ` ${printable(typed)}`;
+    return usage(command, `${flag}${shown}: ${error.message}`);
   };
   let connection: Connection;
   try {

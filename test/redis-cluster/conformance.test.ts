@@ -218,6 +218,19 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
                 await redis.delete(k);
                 memory.delete(k);
                 break;
+              case 'ban': {
+                const frule = failureRuleOf(o.frule);
+                await same(redis.ban(k, frule, o.ms), memory.ban(k, frule, o.ms));
+                break;
+              }
+              case 'lockouts': {
+                // Every shard's index: the listing reads the lockout index of every hash slot.
+                const frule = failureRuleOf(o.frule);
+                expect(await redis.lockouts('', o.limit, frule)).toEqual(
+                  memory.lockouts('', o.limit, frule),
+                );
+                break;
+              }
             }
           }
         } finally {

@@ -336,3 +336,116 @@ describe('createFailureLimiter: dry run and overflow warnings', () => {
     l.close();
   });
 });
+
+describe('createFailureLimiter: lockouts() and ban()', () => {
+  const T0 = 1_700_000_000_000;
+
+  it('lists the lockouts in force, soonest end first, by scope, with their layer', () => {
+    const clock = manualClock(T0);
+    const l = createFailureLimiter({ maxAttempts: 2, clock, timers: clock });
+    for (let i = 0; i < 2; i++) l.recordFailure('203.0.113.1', 'shared-secret');
+    clock.advance(1000);
+    for (let i = 0; i < 2; i++) l.recordFailure('2001:db8::1', 'device-token');
+    l.recordFailure('203.0.113.2'); // one failure: not a lockout
+    expect(l.ban('198.51.100.7', { ms: 60_000 })).toMatchObject({
+      allowed: false,
+      reason: 'locked',
+      retryAfterMs: 60_000,
+      key: '198.51.100.7',
+    });
+    expect(l.lockouts()).toEqual([
+      {
+        scope: 'default',
+        key: '198.51.100.7',
+        layer: 'ban',
+        until: T0 + 61_000,
+        retryAfterMs: 60_000,
+      },
+      {
+        scope: 'shared-secret',
+        key: '203.0.113.1',
+        layer: 'client',
+        until: T0 + 300_000,
+        retryAfterMs: 299_000,
+      },
+      {
+        scope: 'device-token',
+        key: '2001:db8::/64',
+        layer: 'client',
+        until: T0 + 301_000,
+        retryAfterMs: 300_000,
+      },
+    ]);
+    expect(l.lockouts({ scope: 'device-token' })).toEqual([
+      {
+        scope: 'device-token',
+        key: '2001:db8::/64',
+        layer: 'client',
+        until: T0 + 301_000,
+        retryAfterMs: 300_000,
+      },
+    ]);
+    expect(l.lockouts({ limit: 1 }).map((x) => x.key)).toEqual(['198.51.100.7']);
+    // reset is the unlock: gone from the list, the client may try again.
+    l.reset('203.0.113.1', 'shared-secret');
+    expect(l.lockouts({ scope: 'shared-secret' })).toEqual([]);
+    expect(l.check('203.0.113.1', 'shared-secret')).toMatchObject({ allowed: true, remaining: 2 });
+    clock.advance(60_000);
+    expect(l.lockouts().map((x) => x.key)).toEqual(['2001:db8::/64']);
+    l.close();
+  });
+
+  it('a ban refuses like a lockout, lasts its own ms past lockoutMs, and never shortens one in force', () => {
+    const clock = manualClock(T0);
+    const l = createFailureLimiter({ maxAttempts: 2, lockoutMs: 60_000, clock, timers: clock });
+    l.ban('203.0.113.5', { ms: 3_600_000 });
+    // Failures during it neither count nor extend it; a right credential does not lift it.
+    expect(l.recordFailure('203.0.113.5')).toMatchObject({
+      reason: 'locked',
+      retryAfterMs: 3_600_000,
+    });
+    expect(l.recordSuccess('203.0.113.5')).toMatchObject({
+      reason: 'locked',
+      retryAfterMs: 3_600_000,
+    });
+    clock.advance(600_000);
+    expect(l.check('203.0.113.5')).toMatchObject({ reason: 'locked', retryAfterMs: 3_000_000 });
+    // A clock that steps back bounds a ban by its own length, not by lockoutMs.
+    clock.set(T0 - 10_000_000);
+    expect(l.check('203.0.113.5')).toMatchObject({ reason: 'locked', retryAfterMs: 3_600_000 });
+    clock.set(T0);
+    // An earned lockout that ends later is kept by a shorter ban (and stays 'client').
+    l.recordFailure('203.0.113.6');
+    l.recordFailure('203.0.113.6');
+    expect(l.ban('203.0.113.6', { ms: 1000 })).toMatchObject({ retryAfterMs: 60_000 });
+    expect(l.lockouts().find((x) => x.key === '203.0.113.6')?.layer).toBe('client');
+    // A longer ban replaces it.
+    expect(l.ban('203.0.113.6', { ms: 120_000 })).toMatchObject({ retryAfterMs: 120_000 });
+    expect(l.lockouts().find((x) => x.key === '203.0.113.6')?.layer).toBe('ban');
+    clock.advance(120_000);
+    expect(l.check('203.0.113.6')).toMatchObject({ allowed: true, remaining: 2 });
+    l.close();
+  });
+
+  it('a loopback-exempt subject stays exempt; bad options are config errors', () => {
+    const clock = manualClock(T0);
+    const l = createFailureLimiter({ clock, timers: clock });
+    expect(l.ban('127.0.0.1', { ms: 1000 })).toMatchObject({ allowed: true, reason: 'exempt' });
+    expect(l.lockouts()).toEqual([]);
+    for (const [options, code] of [
+      [{}, 'ERR_PORTCULLIS_MS'],
+      [{ ms: 0 }, 'ERR_PORTCULLIS_MS'],
+      [{ ms: 2 ** 31 }, 'ERR_PORTCULLIS_MS'],
+      [{ ms: 1.5 }, 'ERR_PORTCULLIS_MS'],
+      [{ ms: 1000, scope: 5 }, 'ERR_PORTCULLIS_SCOPE'],
+      [{ ms: 1000, for: 5 }, 'ERR_PORTCULLIS_UNKNOWN_OPTION'],
+    ] as const)
+      expect(() => l.ban('203.0.113.1', options as never)).toThrow(
+        expect.objectContaining({ code }),
+      );
+    expect(() => l.lockouts({ limit: 0 })).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMIT' }),
+    );
+    l.close();
+  });
+});

@@ -15,6 +15,8 @@ import {
   type OptionCheck,
   oneOf,
   parseOptions,
+  required,
+  timerDelay,
   withMethods,
 } from './options.js';
 import type { FailureDecision, FailureRule, Store } from './store.js';
@@ -80,6 +82,22 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
    * @throws {PortcullisConfigError} for a wrong or unknown option
    */
   reconfigure(partial: FailureLimiterReconfig): void;
+  /**
+   * The lockouts in force (earned, or set by hand with `ban`), soonest end first: who is locked
+   * out and why. On a shared store it reads the index the store keeps (never a scan).
+   * @throws {PortcullisConfigError} for a wrong option; a `TypeError` when the store cannot list
+   */
+  lockouts(
+    options?: LockoutsOptions,
+  ): [D] extends [Decision] ? LockoutInfo[] : MaybePromise<LockoutInfo[]>;
+  /**
+   * Locks `subject` out by hand for `ms` (an operator's ban): refused with the same answer as an
+   * earned lockout, listed with `layer: 'ban'`, lifted by `reset`. It lasts its own `ms`, not
+   * capped by `lockoutMs`, and never shortens a lockout in force that ends later. A loopback-exempt
+   * subject stays exempt (answered `exempt`, nothing stored).
+   * @throws {PortcullisConfigError} for a wrong option; a `TypeError` when the store cannot ban
+   */
+  ban(subject: Subject, options: BanOptions): D;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
@@ -98,6 +116,47 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   /** The logger lockouts are reported to, if any (a gate's browser limiter shares it). */
   readonly logger: Logger | undefined;
 }
+
+/** A lockout in force, as {@link FailureLimiter.lockouts} lists it. */
+export interface LockoutInfo {
+  /** The credential class (`'default'` when none was given). */
+  readonly scope: string;
+  /** The subject's key: a canonical IP (IPv6 by its subnet), `browser-origin:…`, `identity:…`. */
+  readonly key: string;
+  /** `'client'`: earned by failures; `'ban'`: set by hand with `ban`. */
+  readonly layer: 'client' | 'ban';
+  /** When it ends, in the store's clock (ms since the epoch for the system clock and Redis). */
+  readonly until: number;
+  /** How long it still lasts. */
+  readonly retryAfterMs: number;
+}
+
+/** Options of {@link FailureLimiter.lockouts}. */
+export interface LockoutsOptions {
+  /** Only this scope. @default every scope */
+  scope?: string;
+  /** Most lockouts listed (the soonest to end). @default 1000 */
+  limit?: number;
+}
+
+/** Options of {@link FailureLimiter.ban}. */
+export interface BanOptions {
+  /** The scope to ban the subject in. @default 'default' */
+  scope?: string;
+  /** How long the ban lasts: 1 to 2^31 − 1 ms. */
+  ms: number;
+}
+
+const lockoutsSpec = {
+  scope: (value: unknown, fail: (expected: string) => never) =>
+    typeof value === 'string' ? value : fail('a string'),
+  limit: integer(1, 100_000),
+};
+
+const banSpec = {
+  scope: lockoutsSpec.scope,
+  ms: timerDelay(1),
+};
 
 /** What {@link FailureLimiter.reconfigure} may change. */
 export type FailureLimiterReconfig = Partial<
@@ -388,8 +447,73 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     if (before.windowMs !== rule.windowMs) restampStore(store, namespace, before, rule, logger);
   }
 
+  function lockouts(options?: LockoutsOptions): MaybePromise<LockoutInfo[]> {
+    const o = parseOptions(options ?? {}, lockoutsSpec, 'lockouts');
+    const limit = o.limit ?? 1000;
+    const only = o.scope === undefined ? undefined : normalizeScope(o.scope);
+    if (typeof store.lockouts !== 'function')
+      throw new TypeError('Portcullis: this store cannot list lockouts (it has no Store.lockouts)');
+    const prefix = `${namespace}${only === undefined ? '' : `${only}:`}`;
+    // A private memory store keeps each scope in a table of its own: it lists them all the same.
+    const listed = store.lockouts(prefix, limit, rule);
+    return mapMaybe(listed, (found) =>
+      found.map((l) => {
+        // `<scope>:<subject>` after the namespace: a scope holds no ':' of its own here, the
+        // subject may (IPv6, browser-origin:…).
+        const rest = l.key.slice(namespace.length);
+        const colon = rest.indexOf(':');
+        return {
+          scope: colon < 0 ? 'default' : rest.slice(0, colon),
+          key: colon < 0 ? rest : rest.slice(colon + 1),
+          layer: l.ban ? 'ban' : 'client',
+          until: l.until,
+          retryAfterMs: l.retryAfterMs,
+        } satisfies LockoutInfo;
+      }),
+    );
+  }
+
+  function ban(subject: Subject, options: BanOptions): MaybePromise<Decision> {
+    const o = parseOptions(options, banSpec, 'ban');
+    const ms = required(o.ms, 'ms', 'an integer from 1 to 2147483647', 'ban') as number;
+    const s = subjectOf(subject);
+    const sc = normalizeScope(o.scope);
+    if (s.exempt) return exemptDecision(s.key);
+    const t = tableOf(sc);
+    const banned = (d: FailureDecision) => {
+      const out = withKey(d, s.key);
+      if (out.reason === 'locked') {
+        logger?.warn(
+          {
+            code: 'AUTH_RATE_LIMITED',
+            limiter: config.name,
+            scope: sc,
+            key: s.key,
+            layer: 'ban',
+            ms,
+          },
+          `AUTH_RATE_LIMITED: banned by hand; locking out scope=${sc} key=${s.key} for ${ms}ms (until ${out.retryAfterMs}ms from now)`,
+        );
+        if (channels.lockout.hasSubscribers)
+          channels.lockout.publish({
+            limiter: config.name,
+            scope: sc,
+            decision: out,
+            layer: 'ban',
+          });
+      }
+      return config.dryRun ? asDryRun(out) : out;
+    };
+    if (t !== undefined) return banned(t.ban(s.key, rule, ms));
+    if (typeof store.ban !== 'function')
+      throw new TypeError('Portcullis: this store cannot ban (it has no Store.ban)');
+    return mapMaybe(store.ban(`${namespace}${sc}:${s.key}`, rule, ms), banned);
+  }
+
   return {
     reconfigure,
+    lockouts,
+    ban,
     check,
     recordFailure,
     recordSuccess,

@@ -22,13 +22,24 @@ export {
   type StoreCallEvent,
   timeStoreCall,
 } from './events.js';
-export type { Algorithm, FailureDecision, FailureRule, Store, WindowRule } from './store.js';
+export { byEnd } from './store.js';
+export type {
+  Algorithm,
+  FailureDecision,
+  FailureRule,
+  Store,
+  StoreLockout,
+  WindowRule,
+} from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 export {
   createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
   type FailureLimiterReconfig,
+  type BanOptions,
+  type LockoutInfo,
+  type LockoutsOptions,
   type Subject,
 } from './failure-limiter.js';
 export {

@@ -11,6 +11,7 @@ import {
 import {
   failureCheck,
   failureClamp,
+  failureBan,
   failureExpiresAt,
   failurePrune,
   failureRecord,
@@ -42,7 +43,14 @@ import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } 
 import { type Decision, decision } from './decision.js';
 import { KeyIndex } from './key-index.js';
 import { integer, parseOptions, timerDelay, withMethods } from './options.js';
-import type { FailureDecision, FailureRule, Store, WindowRule } from './store.js';
+import {
+  byEnd,
+  type FailureDecision,
+  type FailureRule,
+  type Store,
+  type StoreLockout,
+  type WindowRule,
+} from './store.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -70,7 +78,7 @@ export interface MemoryStoreOptions {
  */
 export type FailureTable = Pick<
   MemoryStore,
-  'checkFailures' | 'recordFailure' | 'recordSuccess' | 'delete'
+  'checkFailures' | 'recordFailure' | 'recordSuccess' | 'delete' | 'ban'
 >;
 
 type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
@@ -105,6 +113,7 @@ class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, Fa
   /** The failure log; the shared empty {@link NO_LOG} until the slot first holds failures. */
   log: number[] = NO_LOG;
   lockedUntil = 0;
+  banMs = 0;
   /** From this instant the slot equals an absent one. */
   expiresAt = 0;
   /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
@@ -393,6 +402,7 @@ export class MemoryStore implements Store {
       checkFailures: (key, rule) => this.#checkFailures(table, key, rule),
       recordFailure: (key, rule) => this.#recordFailure(table, prefix, key, rule),
       recordSuccess: (key, rule) => this.#recordSuccess(table, key, rule),
+      ban: (key, rule, ms) => this.#ban(table, prefix, key, rule, ms),
       delete: (key) => {
         const slot = table.get(key);
         if (slot !== undefined) this.#drop(slot);
@@ -435,6 +445,66 @@ export class MemoryStore implements Store {
     // A lockout in force stays; otherwise the failure history goes.
     if (slot !== undefined && d.allowed) this.#drop(slot);
     return d;
+  }
+
+  /**
+   * A lockout of `key` set by hand for `ms` from now (see `Store.ban`): refused, listed and lifted
+   * like an earned one; a lockout in force that ends later stays as it is. When the store is full
+   * of lockouts there is no room for it: the answer is `overflow`.
+   */
+  ban(key: string, rule: FailureRule, ms: number): FailureDecision {
+    return this.#ban(this.#slots, '', key, rule, ms);
+  }
+
+  #ban(
+    table: KeyIndex<Slot>,
+    prefix: string,
+    key: string,
+    rule: FailureRule,
+    ms: number,
+  ): FailureDecision {
+    const now = this.#now();
+    let slot = this.#liveFailure(table, key, now, rule);
+    if (slot === undefined) {
+      if (!this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
+      slot = this.#claim(table, prefix, key, 'failure', rule);
+    }
+    const d = failureBan(slot, now, rule, ms, key);
+    this.#put(slot, slot, now, failureExpiresAt(slot, rule), slot.lockedUntil, rule);
+    return d;
+  }
+
+  /**
+   * The lockouts in force whose key (as `protectedKeys` shows it) starts with `prefix`, soonest
+   * end first, at most `limit` (see `Store.lockouts`): each read under `rule` as a check would
+   * read it (clamped, and forgotten when over). O(keys held).
+   */
+  lockouts(prefix: string, limit: number, rule: FailureRule): StoreLockout[] {
+    const now = this.#now();
+    // The candidates, as the Redis store's index holds them: failure state locked past now.
+    // Collected first: reading one that turns out over forgets its slot.
+    const held: { slot: Slot; key: string; until: number }[] = [];
+    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
+      if (slot.kind === 'failure' && slot.lockedUntil > now && hasPrefix(slot, prefix))
+        held.push({ slot, key: slot.prefix + slot.key, until: slot.lockedUntil });
+    }
+    held.sort(byEnd);
+    // Read as a check reads them (clamped), soonest first, only as many as are listed: the Redis
+    // store reads the same ones, so both leave the same state behind.
+    const found: StoreLockout[] = [];
+    for (const { slot, key } of held) {
+      if (found.length >= limit) break;
+      const live = this.#liveFailure(slot.table, slot.key, now, rule);
+      if (live === undefined || live.lockedUntil <= now) continue;
+      found.push({
+        key,
+        until: live.lockedUntil,
+        retryAfterMs: live.lockedUntil - now,
+        ban: live.banMs > 0,
+      });
+    }
+    found.sort(byEnd);
+    return found;
   }
 
   delete(key: string): void {
@@ -892,6 +962,7 @@ function resetFailure(state: FailureState): void {
   const log = state.log;
   while (log.length > 0) log.pop();
   state.lockedUntil = 0;
+  state.banMs = 0;
 }
 
 /** Whether the key a slot shows outside its table (`<scope>:<key>` in a failure table) starts with `prefix`. */

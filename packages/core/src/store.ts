@@ -25,6 +25,29 @@ export interface FailureDecision extends Decision {
   readonly lockoutStarted?: true;
 }
 
+/** A lockout in force, as a store lists it (see {@link Store.lockouts}). */
+export interface StoreLockout {
+  /** The key as the limiter wrote it (`<name>:<scope>:<subject>` in a shared store). */
+  readonly key: string;
+  /** When it ends, in the store's clock. */
+  readonly until: number;
+  /** `until` less the store's now. */
+  readonly retryAfterMs: number;
+  /** Set by hand (`ban`), not earned by failures. */
+  readonly ban: boolean;
+}
+
+/**
+ * The order `Store.lockouts` lists in: soonest end first, then by key (so that every store lists
+ * lockouts that end together in one order).
+ */
+export function byEnd(
+  a: { key: string; until: number },
+  b: { key: string; until: number },
+): number {
+  return a.until - b.until || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+}
+
 /**
  * Where limiter state lives. The transitions are defined once in `@portcullis/core`'s algorithms;
  * every store (memory, Redis) must produce identical decisions, which `describeStoreConformance`
@@ -86,6 +109,22 @@ export interface Store {
     before: WindowRule | FailureRule,
     after: WindowRule | FailureRule,
   ): MaybePromise<void>;
+  /**
+   * Locks `key` out for `ms` from now, by hand (an operator's ban): refused, listed and lifted
+   * (`delete`) like a lockout earned under `rule`, except that it lasts its own `ms` (a clock
+   * stepping back bounds it by `ms`, not by `rule.lockoutMs`). A lockout in force that ends later
+   * stays as it is. Answers the locked decision. Optional for custom stores (then a limiter's
+   * `ban` throws); both stores here implement it.
+   */
+  ban?(key: string, rule: FailureRule, ms: number): MaybePromise<FailureDecision>;
+  /**
+   * The lockouts in force (earned or banned) whose key starts with `prefix`, soonest end first, at
+   * most `limit`, each read under `rule` as `checkFailures` would read it (a lockout over is not
+   * listed, one stamped in the future is clamped). A shared store reads an index it keeps, never
+   * a scan of its keys. Optional for custom stores (then a limiter's `lockouts` throws); both
+   * stores here implement it.
+   */
+  lockouts?(prefix: string, limit: number, rule: FailureRule): MaybePromise<StoreLockout[]>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
   /**

@@ -26,6 +26,10 @@ export type Op<K> =
   | { t: 'record'; key: K; frule: number }
   | { t: 'success'; key: K; frule: number }
   | { t: 'delete'; key: K }
+  /** An operator's ban of `ms` under the failure rule. */
+  | { t: 'ban'; key: K; frule: number; ms: number }
+  /** The lockouts in force, at most `limit`, read under the failure rule. */
+  | { t: 'lockouts'; frule: number; limit: number }
   /** A limiter reconfigured live: `Store.restamp('', rule from, rule to)` of windows or failures. */
   | { t: 'restamp'; failures: boolean; from: number; to: number }
   /** The latest consume, peek, check, record or success, again, `n` times (a client hammering). */
@@ -115,6 +119,23 @@ export function opArb<K>(
       arbitrary: fc.record({ t: fc.constant('success' as const), key, frule: fc.nat(1) }),
     },
     { weight: 1, arbitrary: fc.record({ t: fc.constant('delete' as const), key }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('ban' as const),
+        key,
+        frule: fc.nat(1),
+        ms: fc.oneof(fc.integer({ min: 1, max: 8000 }), fc.constantFrom(1, 1000, 3_600_000)),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('lockouts' as const),
+        frule: fc.nat(1),
+        limit: fc.integer({ min: 1, max: 4 }),
+      }),
+    },
     {
       weight: 2,
       arbitrary: fc.record({

@@ -93,13 +93,14 @@ function windowBounded(d: Decision, rule: WindowRule, held: number): void {
   expect(d.remaining).toBeLessThanOrEqual(rule.limit);
 }
 
-function failureBounded(d: Decision, rule: FailureRule): void {
+/** `banned`: the longest ban set so far (a ban lasts its own length, not `lockoutMs`). */
+function failureBounded(d: Decision, rule: FailureRule, banned: number): void {
   if (d.allowed) {
     expect(d.retryAfterMs).toBe(0);
     expect(d.resetMs).toBeLessThanOrEqual(rule.windowMs);
   } else {
     expect(d.retryAfterMs).toBeGreaterThanOrEqual(1);
-    expect(d.retryAfterMs).toBeLessThanOrEqual(rule.lockoutMs);
+    expect(d.retryAfterMs).toBeLessThanOrEqual(Math.max(rule.lockoutMs, banned));
     expect(d.resetMs).toBe(d.retryAfterMs);
   }
 }
@@ -163,7 +164,9 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     const failureRuleOf = (i: number) => frules[i % frules.length] as FailureRule;
     // A failure state is stamped without a clamp a window call could apply: a step back lengthens it.
     let rewound = 0;
-    const held = () => rewound + Math.max(...frules.map((r) => Math.max(r.lockoutMs, r.windowMs)));
+    let longestBan = 0;
+    const held = () =>
+      rewound + Math.max(longestBan, ...frules.map((r) => Math.max(r.lockoutMs, r.windowMs)));
     // When each key's calls were made, latest first: refunds are aimed at them and their edges.
     const consumed = new Map<string, number[]>();
     // One process alone meets every kind under one key, as the first property wants. Processes
@@ -247,7 +250,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             const key = keyOf(o.key, 'failures');
             const d = memory.checkFailures(key, frule);
             expect(await redis.checkFailures(key, frule)).toEqual(d);
-            failureBounded(d, frule);
+            failureBounded(d, frule, longestBan);
             if (!d.allowed && o.wait) {
               clock.advance(d.retryAfterMs);
               const after = memory.checkFailures(key, frule);
@@ -261,7 +264,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             const key = keyOf(o.key, 'failures');
             const d = memory.recordFailure(key, frule);
             expect(await redis.recordFailure(key, frule)).toEqual(d);
-            failureBounded(d, frule);
+            failureBounded(d, frule, longestBan);
             break;
           }
           case 'success': {
@@ -269,7 +272,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             const key = keyOf(o.key, 'failures');
             const d = memory.recordSuccess(key, frule);
             expect(await redis.recordSuccess(key, frule)).toEqual(d);
-            failureBounded(d, frule);
+            failureBounded(d, frule, longestBan);
             break;
           }
           case 'delete':
@@ -279,6 +282,21 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
               consumed.delete(key);
             }
             break;
+          case 'ban': {
+            const frule = failureRuleOf(o.frule);
+            const key = keyOf(o.key, 'failures');
+            longestBan = Math.max(longestBan, o.ms);
+            const d = memory.ban(key, frule, o.ms);
+            expect(await redis.ban(key, frule, o.ms)).toEqual(d);
+            break;
+          }
+          case 'lockouts': {
+            const frule = failureRuleOf(o.frule);
+            const listed = memory.lockouts('', o.limit, frule);
+            expect(await redis.lockouts('', o.limit, frule)).toEqual(listed);
+            expect(redis.degraded).toBe(false);
+            break;
+          }
           case 'restamp': {
             const [before, after] = o.failures
               ? [failureRuleOf(o.from), failureRuleOf(o.to)]

@@ -1,4 +1,5 @@
 import {
+  byEnd,
   type Clock,
   channels,
   type Decision,
@@ -16,6 +17,7 @@ import {
   requiredOption,
   safeLogger,
   type Store,
+  type StoreLockout,
   systemClock,
   type TimerHandle,
   type Timers,
@@ -25,6 +27,7 @@ import {
 import { LocalDeny, type LocalDenyOptions } from './local-deny.js';
 import { plainObject, string } from './options.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
+import { keySlot, SLOTS, slotTag } from './slots.js';
 
 /**
  * Sends one Redis command and resolves to its reply; a Redis error reply rejects. `args` are the
@@ -255,7 +258,7 @@ function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): repl
 }
 
 /** A failure operation of the script: check, record a failure, record a success, write back. */
-type FailureOp = 'k' | 'r' | 's' | 'w';
+type FailureOp = 'k' | 'r' | 's' | 'w' | 'b';
 
 /**
  * Whether `reply` is a well-formed answer to a failure operation: integers; a lockout refuses with
@@ -267,6 +270,13 @@ type FailureOp = 'k' | 'r' | 's' | 'w';
 function failureReplyValid(reply: unknown, rule: FailureRule, op: FailureOp): reply is ScriptReply {
   if (!isFiveIntegers(reply)) return false;
   const [allowed, remaining, retry, reset, started] = reply;
+  // A ban in force (3) lasts its own length, which lockoutMs does not bound.
+  if (started === 3)
+    return (
+      allowed === 0 && remaining === 0 && retry >= 1 && retry <= MAX_HELD_MS && reset === retry
+    );
+  // A ban call answers the lockout in force, ban or not.
+  if (op === 'b') return allowed === 0 && started === 0 && failureReplyValid(reply, rule, 'k');
   if (started !== 0 && (started !== 1 || op !== 'r')) return false;
   if (allowed === 0) {
     return (
@@ -294,6 +304,24 @@ const isRefundReply = (reply: unknown): reply is 0 | 1 | 2 =>
   reply === 0 || reply === 1 || reply === 2;
 
 const isDelReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
+
+const isTimeReply = (reply: unknown): reply is [unknown, unknown] =>
+  Array.isArray(reply) && reply.length === 2 && reply.every((part) => /^\d+$/.test(String(part)));
+
+const isRangeReply = (reply: unknown): reply is unknown[] =>
+  Array.isArray(reply) &&
+  (reply.length % 2 === 0 || reply.every((pair) => Array.isArray(pair) && pair.length === 2));
+
+const isMembersReply = (reply: unknown): reply is unknown[] => Array.isArray(reply);
+
+/**
+ * How long the registry of slots holding lockouts lives after it was last written: the longest
+ * lockout a limiter can set (10 years), so it never ends before a lockout it names.
+ */
+const REGISTRY_TTL_MS = 315_360_000_000;
+
+/** How many slots' lockout indexes a listing reads at once. */
+const LISTING_BATCH = 512;
 
 /** How many of the oldest seen lockouts a full table looks at to pick the one to forget. */
 const SEEN_SAMPLE = 64;
@@ -394,6 +422,8 @@ export class RedisStore implements Store {
   #deletions = 0;
   /** While a re-stamp walk runs (bounded): calls wait for it (see {@link RedisStore.restamp}). */
   #barrier: Promise<void> | undefined;
+  /** Hash slots this process has named in the lockout-slot registry, and when (see #index). */
+  readonly #registered = new Map<number, number>();
   /** The script's time of each allowed consume's spend, for its refund. */
   readonly #spentAt = new WeakMap<Decision, number>();
   /** Where resets and reopening refunds are published. */
@@ -645,6 +675,140 @@ export class RedisStore implements Store {
     );
   }
 
+  /**
+   * Locks `key` out by hand for `ms` (see `Store.ban`), in one script call that also lists it in
+   * the lockout index. While Redis fails the fallback store bans it, and the ban is written back
+   * (as a lockout of the time it has left) when Redis answers again.
+   */
+  ban(key: string, rule: FailureRule, ms: number): Promise<FailureDecision> {
+    if (!this.#available()) return Promise.resolve(this.#banFallback(key, rule, ms, undefined));
+    const from = this.#clock.now();
+    const epoch = this.#epoch;
+    const args = this.#args(
+      key,
+      'b',
+      String(rule.maxAttempts),
+      String(rule.windowMs),
+      String(rule.lockoutMs),
+      String(ms),
+    );
+    return this.#script(args, (r) => failureReplyValid(r, rule, 'b')).then(
+      (reply) => {
+        const d = this.#failureDecision(reply, rule, key, 'k', epoch === this.#epoch);
+        if (reply[0] === 0) this.#index(key, reply[2], reply[4] === 3);
+        if (epoch === this.#epoch) this.#deny?.learnFailure(key, rule, d, from);
+        return d;
+      },
+      (error: unknown) => this.#banFallback(key, rule, ms, error),
+    );
+  }
+
+  #banFallback(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
+    if (error !== undefined) this.#fail(error);
+    const d = this.#local.ban(key, rule, ms);
+    if (d.reason === 'locked') this.#remember(key, this.#clock.now() + d.retryAfterMs, rule);
+    return this.#announce(d.reason === 'overflow' ? d : { ...d, reason: 'fallback' });
+  }
+
+  /**
+   * The lockouts in force under `prefix` (see `Store.lockouts`), found in the lockout index: one
+   * sorted set per Redis Cluster hash slot (a script may touch one slot only), and a registry of
+   * the slots that have held one, so a listing reads the registry and those slots' sets (each
+   * entry is a key and its end), never a `SCAN` of the keys. On one Redis the same sets are used,
+   * so a Cluster and a single instance list alike. Each entry found is then read
+   * as `checkFailures` reads it (one script call each, soonest end first until `limit` are in
+   * force), so an entry the index still holds for a lockout that is over, reset or clamped after
+   * a clock step is never listed as it was. While Redis fails it lists what the fallback holds.
+   */
+  async lockouts(prefix: string, limit: number, rule: FailureRule): Promise<StoreLockout[]> {
+    if (!this.#available()) return this.#local.lockouts(prefix, limit, rule);
+    const wanted = this.#prefix + prefix;
+    try {
+      const now =
+        this.#scriptClock !== undefined
+          ? this.#scriptClock.now()
+          : await this.#deadline(() => this.#call(['TIME'], undefined), isTimeReply).then(
+              ([seconds, micros]) =>
+                Number(String(seconds)) * 1000 + Math.floor(Number(String(micros)) / 1000),
+            );
+      const candidates: { key: string; until: number }[] = [];
+      const read = async (slot: number) => {
+        const index = `${this.#prefix}~lockouts{${slotTag(slot)}}`;
+        const reply = await this.#deadline(
+          () =>
+            this.#call(
+              [
+                'ZRANGEBYSCORE',
+                index,
+                `(${now}`,
+                '+inf',
+                'WITHSCORES',
+                'LIMIT',
+                '0',
+                String(limit),
+              ],
+              index,
+            ),
+          isRangeReply,
+        );
+        // RESP2 answers member, score, member, score…; RESP3 (node-redis 5) pairs of them.
+        const flat = reply.every(Array.isArray) ? (reply as unknown[][]).flat() : reply;
+        for (let i = 0; i + 1 < flat.length; i += 2) {
+          const member = String(flat[i]).slice(1);
+          const until = Number(String(flat[i + 1]));
+          if (member.startsWith(wanted) && Number.isSafeInteger(until))
+            candidates.push({ key: member.slice(this.#prefix.length), until });
+        }
+      };
+      const registry = `${this.#prefix}~lockouts-slots`;
+      const members = await this.#deadline(
+        () => this.#call(['SMEMBERS', registry], registry),
+        isMembersReply,
+      );
+      const slots = members
+        .map((m) => Number(String(m)))
+        .filter((n) => Number.isInteger(n) && n >= 0 && n < SLOTS);
+      for (let at = 0; at < slots.length; at += LISTING_BATCH)
+        await Promise.all(slots.slice(at, at + LISTING_BATCH).map(read));
+      candidates.sort(byEnd);
+      const found: StoreLockout[] = [];
+      // Read as a check reads them, soonest first, only as many as are still to be listed (the
+      // memory store reads the same ones, so both leave the same state behind).
+      for (let at = 0; at < candidates.length && found.length < limit; ) {
+        const batch = candidates.slice(at, at + Math.min(LISTING_BATCH, limit - found.length));
+        at += batch.length;
+        const checked = await Promise.all(
+          batch.map(({ key }) => {
+            const args = this.#args(
+              key,
+              'k',
+              String(rule.maxAttempts),
+              String(rule.windowMs),
+              String(rule.lockoutMs),
+            );
+            return this.#script(args, (r) => failureReplyValid(r, rule, 'k'));
+          }),
+        );
+        checked.forEach((reply, n) => {
+          const key = (batch[n] as { key: string }).key;
+          // A lockout this process saw is clamped under this rule as Redis' was (a check would
+          // do both); the listing says what Redis holds.
+          this.#seenLeft(key, rule, this.#clock.now());
+          // What the deny table learnt under another rule may no longer be what Redis holds.
+          this.#deny?.delete(key);
+          if (reply[0] !== 0) return;
+          found.push({ key, until: now + reply[2], retryAfterMs: reply[2], ban: reply[4] === 3 });
+        });
+      }
+      this.#up();
+      found.sort(byEnd);
+      return found;
+    } catch (error) {
+      this.#fail(error);
+      return this.#local.lockouts(prefix, limit, rule);
+    }
+  }
+
   /** The failure state of `key` (locked or not), counting nothing. */
   checkFailures(key: string, rule: FailureRule): Promise<Decision> {
     return this.#failure(key, rule, 'k');
@@ -674,11 +838,14 @@ export class RedisStore implements Store {
     this.#invalidate(key);
     if (!this.#available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
-    // DEL then PUBLISH, pipelined on the connection: every process forgets its local copy.
+    // DEL, ZREM and PUBLISH, pipelined on the connection: every process forgets its local copy.
+    const index = this.#indexKey(redisKey);
     const del = () => {
       const deleted = this.#call(['DEL', redisKey], redisKey);
+      // Out of the lockout index too (same slot), so that a lifted lockout is no longer listed.
+      const unlisted = this.#call(['ZREM', index, `0${redisKey}`, `1${redisKey}`], index);
       const published = this.#publish(key, key.startsWith('\u0001') ? RESET + key : key);
-      return Promise.all([deleted, published]).then(([reply]) => reply);
+      return Promise.all([deleted, unlisted, published]).then(([reply]) => reply);
     };
     return this.#deadline(del, isDelReply).then(
       () => this.#up(),
@@ -704,7 +871,13 @@ export class RedisStore implements Store {
           isScanReply,
         );
         cursor = String(reply[0]);
-        count += reply[1].length;
+        // The lockout index and its registry are no limiter's keys.
+        const index = `${this.#prefix}~lockouts`;
+        for (const k of reply[1])
+          if (
+            !(typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString()).startsWith(index)
+          )
+            count++;
       } while (cursor !== '0');
       this.#up();
       return count;
@@ -777,18 +950,22 @@ export class RedisStore implements Store {
         isScanReply,
       );
       cursor = String(reply[0]);
+      const index = `${this.#prefix}~lockouts`;
       const keys = reply[1].map((k) =>
         typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString(),
       );
       await Promise.all(
-        keys.map((redisKey) => {
-          const key = redisKey.slice(this.#prefix.length);
-          const [a, b, c] = numbers as [string, string, string];
-          const args = failure
-            ? this.#args(key, op, a, b, c, String(before.windowMs), at)
-            : this.#args(key, op, a, b, c, undefined, at);
-          return this.#run(args, isRestampReply, undefined);
-        }),
+        // The lockout indexes are no limiter's keys (a limiter's keys always carry its name).
+        keys
+          .filter((redisKey) => !redisKey.startsWith(index))
+          .map((redisKey) => {
+            const key = redisKey.slice(this.#prefix.length);
+            const [a, b, c] = numbers as [string, string, string];
+            const args = failure
+              ? this.#args(key, op, a, b, c, String(before.windowMs), at)
+              : this.#args(key, op, a, b, c, undefined, at);
+            return this.#run(args, isRestampReply, undefined);
+          }),
       );
     } while (cursor !== '0');
   }
@@ -827,6 +1004,9 @@ export class RedisStore implements Store {
         // A reset (here, or elsewhere through `subscribe`) after the call went out makes its reply
         // old news: it answers this call, but teaches this process nothing to remember.
         const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
+        // A lockout this call wrote (started, or by a lowered maxAttempts) goes into the index.
+        if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs))
+          this.#index(key, reply[2], false);
         const deny = this.#deny;
         if (deny !== undefined) {
           if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
@@ -855,6 +1035,12 @@ export class RedisStore implements Store {
     const seen = this.#seenLeft(key, rule, now);
     if (d.reason === 'locked') {
       // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
+      if (reply[4] === 3) {
+        // A ban is Redis' to bound (by its own length, which this process does not know): it
+        // replaces whatever lockout this process remembered under the key.
+        this.#seen.delete(key);
+        return d;
+      }
       if (d.retryAfterMs >= seen) {
         if (current) this.#remember(key, now + d.retryAfterMs, undefined);
         return d;
@@ -961,7 +1147,8 @@ export class RedisStore implements Store {
         String(rule.lockoutMs),
       );
       this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
-        () => {
+        (reply) => {
+          this.#index(key, reply[2], reply[4] === 3);
           if (this.#seen.get(key) === seen) seen.writeBack = undefined;
         },
         (error: unknown) => this.#fail(error),
@@ -1015,6 +1202,45 @@ export class RedisStore implements Store {
       (expired) => (after === undefined ? send(expired) : after.then(() => send(expired))),
       valid,
     );
+  }
+
+  /**
+   * Lists a lockout of `key` that lasts `leftMs` in its slot's lockout index (one single-key
+   * script call on the index, op `i`, sent after the decision and not awaited: a failure call
+   * stays one script on one key, which a Cluster can run while it moves the slot), and names the
+   * slot in the registry of slots that have held one (once per slot per process and hour). A
+   * listing reads each entry found as a check does, so an entry lost here only goes unlisted, and
+   * one left behind is never listed.
+   */
+  #index(key: string, leftMs: number, ban: boolean): void {
+    if (leftMs <= 0) return;
+    const redisKey = this.#prefix + key;
+    const index = this.#indexKey(redisKey);
+    const [member, other] = ban
+      ? [`1${redisKey}`, `0${redisKey}`]
+      : [`0${redisKey}`, `1${redisKey}`];
+    const args = ['EVALSHA', SCRIPT_SHA, '1', index, 'i', member, String(leftMs), other];
+    if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
+    this.#run(args, (r): r is 1 => r === 1, undefined).then(undefined, () => {});
+    const slot = keySlot(redisKey);
+    const now = this.#clock.now();
+    const known = this.#registered.get(slot);
+    if (known !== undefined && now >= known && now - known < 3_600_000) return;
+    this.#registered.set(slot, now);
+    const registry = `${this.#prefix}~lockouts-slots`;
+    this.#call(['SADD', registry, String(slot)], registry)
+      .then(
+        () => this.#call(['PEXPIRE', registry, String(REGISTRY_TTL_MS)], registry),
+        () => {
+          this.#registered.delete(slot);
+        },
+      )
+      .then(undefined, () => {});
+  }
+
+  /** The lockout index holding `redisKey`'s entry: a sorted set of the same hash slot. */
+  #indexKey(redisKey: string): string {
+    return `${this.#prefix}~lockouts{${slotTag(keySlot(redisKey))}}`;
   }
 
   /** Calls `sendCommand`, turning a synchronous throw into a rejection. */

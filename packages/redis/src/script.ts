@@ -13,7 +13,9 @@ import { createHash } from 'node:crypto';
  *          (`f` fixed window, `s` sliding window, `t` token bucket), or `k` check failures, `r`
  *          record a failure, `s` record a success, `w` write back a lockout the fallback started
  *          during an outage; `x` followed by an algorithm or `l` (failures) re-stamps a key under
- *          a reconfigured rule (`xl` sends the old windowMs as ARGV[5], so its time is ARGV[6]).
+ *          a reconfigured rule (`xl` sends the old windowMs as ARGV[5], so its time is ARGV[6]);
+ *          `b` bans a key by hand for ARGV[5] ms (its time is ARGV[6]); `i` lists a lockout in the
+ *          lockout index KEYS[1] (ARGV[2] member, ARGV[3] ms left, ARGV[4] the member to drop).
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
  *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
  *          clock, as its consume replied), so its time argument is ARGV[6].
@@ -49,7 +51,7 @@ local key = KEYS[1]
 local code = ARGV[1]
 local refund = code == 'gf' or code == 'gs' or code == 'gt'
 local at = 5
-if refund or code == 'xl' then at = 6 end
+if refund or code == 'xl' or code == 'b' then at = 6 end
 local clocked = ARGV[at] ~= nil
 -- A failure check or success on an absent key (every clean client's login) is answered from the
 -- GET alone: nothing is stored, nothing to compare with the clock, so no TIME is read.
@@ -64,6 +66,23 @@ if clocked then
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+if code == 'i' then
+  -- The lockout index of one hash slot (KEYS[1], a sorted set; see RedisStore.lockouts): ARGV[2]
+  -- the member (a kind digit and the key), ARGV[3] the ms it lasts, ARGV[4] the member of the other kind,
+  -- which goes. What has ended is trimmed, the set is bounded (the soonest to end go first), and
+  -- it lives as long as its latest entry.
+  local untilMs = now + tonumber(ARGV[3])
+  redis.call('ZREM', key, ARGV[4])
+  redis.call('ZADD', key, untilMs, ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local size = redis.call('ZCARD', key)
+  if size > 100000 then redis.call('ZREMRANGEBYRANK', key, 0, size - 100001) end
+  local ttl = untilMs - now
+  if clocked and ttl < 60000 then ttl = 60000 end
+  if ttl > 0 and redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  return 1
 end
 
 -- Fixed window first, before any helper exists: it is the common case and the hot path, so it reads
@@ -455,9 +474,11 @@ local w = tonumber(ARGV[3])
 local lockoutMs = tonumber(ARGV[4])
 local raw = load('L', nil, early)
 local lockedUntil = 0
+-- The length of a ban in force (set by hand, op b), kept after its end time; 0 for a lockout.
+local banMs = 0
 local log = {}
 -- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most
--- lockoutMs from now, a failure logged after now counts as logged now.
+-- lockoutMs from now (a ban at most its own length), a failure logged after now counts as now.
 local clamped = false
 -- Expired failures dropped on the way: the shorter log is written back, as MemoryStore keeps it.
 local dropped = false
@@ -470,8 +491,11 @@ if raw then
     if now < exp then
       lockedUntil = locked
       if lockedUntil ~= 0 then
-        if lockedUntil > now + lockoutMs then lockedUntil, clamped = now + lockoutMs, true end
-        if now >= lockedUntil then lockedUntil = 0 end
+        if n >= 1 then banMs = sunpack('>d', raw, 18) end
+        local bound = lockoutMs
+        if banMs > 0 then bound = banMs end
+        if lockedUntil > now + bound then lockedUntil, clamped = now + bound, true end
+        if now >= lockedUntil then lockedUntil, banMs = 0, 0 end
       else
         -- A failure exactly windowMs old has expired. (One unpack per time: no stack limit on n.)
         for i = 0, n - 1 do
@@ -500,13 +524,27 @@ if code == 'w' then
   -- longer of Redis' own lockout and this one stands.
   local want = now + maxAttempts
   if lockedUntil == 0 or want > lockedUntil then
-    lockedUntil, clamped = want, true
+    lockedUntil, banMs, clamped = want, 0, true
+  end
+elseif code == 'b' then
+  -- A ban of ARGV[5] ms (core's failureBan): a lockout in force that ends later stays.
+  local ms = tonumber(ARGV[5])
+  local want = now + ms
+  if lockedUntil == 0 or want > lockedUntil then
+    lockedUntil, banMs, clamped, log = want, ms, true, {}
   end
 end
 
+local function locked()
+  if banMs > 0 then return spack('>c1ddd', 'L', lockedUntil, lockedUntil, banMs) end
+  return spack('>c1dd', 'L', lockedUntil, lockedUntil)
+end
+
 if lockedUntil ~= 0 then
-  if clamped then save(spack('>c1dd', 'L', lockedUntil, lockedUntil), lockedUntil) end
+  if clamped then save(locked(), lockedUntil) end
   local left = lockedUntil - now
+  -- A ban says so (3), so that its wait, which lockoutMs does not bound, is no malformed reply.
+  if banMs > 0 then return { 0, 0, left, left, 3 } end
   return { 0, 0, left, left, 0 }
 end
 
@@ -520,7 +558,7 @@ if code == 'r' then
   log[#log + 1] = now
   if #log >= maxAttempts then
     lockedUntil = now + lockoutMs
-    save(spack('>c1dd', 'L', lockedUntil, lockedUntil), lockedUntil)
+    save(locked(), lockedUntil)
     return { 0, 0, lockoutMs, lockoutMs, 1 }
   end
   local parts = { spack('>c1dd', 'L', now + w, 0) }

@@ -13,6 +13,8 @@ export interface FailureState {
   log: number[];
   /** Lockout end (exclusive); 0 when not locked. */
   lockedUntil: number;
+  /** The length of the ban in force (set by hand, see {@link failureBan}); 0 for an earned lockout. */
+  banMs: number;
 }
 
 /**
@@ -24,8 +26,10 @@ export interface FailureState {
  */
 export function failureClamp(state: FailureState, now: number, rule: FailureRule): boolean {
   let changed = false;
-  if (state.lockedUntil !== 0 && state.lockedUntil > now + rule.lockoutMs) {
-    state.lockedUntil = now + rule.lockoutMs;
+  // A ban is bounded by its own length, an earned lockout by the rule's.
+  const bound = state.banMs > 0 ? state.banMs : rule.lockoutMs;
+  if (state.lockedUntil !== 0 && state.lockedUntil > now + bound) {
+    state.lockedUntil = now + bound;
     changed = true;
   }
   // The log is in time order: only its tail can lie in the future.
@@ -59,6 +63,7 @@ export function failureRoll(
   if (log.length >= rule.maxAttempts) {
     log.length = 0;
     state.lockedUntil = now + rule.lockoutMs;
+    state.banMs = 0;
   }
   return state;
 }
@@ -101,7 +106,7 @@ export function failureCheck(
 }
 
 /**
- * Counts one failure into a rolled `state` (mutating it; pass a fresh `{ log: [], lockedUntil: 0 }`
+ * Counts one failure into a rolled `state` (mutating it; pass a fresh `{ log: [], lockedUntil: 0, banMs: 0 }`
  * when absent) and answers the decision after counting.
  */
 export function failureRecord(
@@ -115,6 +120,7 @@ export function failureRecord(
   if (state.log.length >= rule.maxAttempts) {
     state.log.length = 0;
     state.lockedUntil = now + rule.lockoutMs;
+    state.banMs = 0;
     return { ...locked(state, now, rule, key), lockoutStarted: true };
   }
   return open(state, now, rule, key);
@@ -154,4 +160,25 @@ export function failurePrune(state: FailureState, now: number, windowMs: number)
   let drop = 0;
   while (drop < log.length && (log[drop] as number) + windowMs <= now) drop++;
   if (drop > 0) log.splice(0, drop);
+}
+
+/**
+ * A lockout set by hand for `ms` from now (mutating `state`, rolled to now; a fresh one when
+ * absent): failures during it neither count nor extend it, a success keeps it, and a reset lifts
+ * it, as an earned lockout. It never shortens a lockout in force that ends later (which keeps its
+ * own kind). Returns the locked decision.
+ */
+export function failureBan(
+  state: FailureState,
+  now: number,
+  rule: FailureRule,
+  ms: number,
+  key: string,
+): Decision {
+  if (state.lockedUntil === 0 || now + ms > state.lockedUntil) {
+    state.log.length = 0;
+    state.lockedUntil = now + ms;
+    state.banMs = ms;
+  }
+  return locked(state, now, rule, key);
 }

@@ -773,6 +773,77 @@ export function describeStoreConformance(
         expect(await s.consume('lk', fixed, 1)).toEqual(d('lk', 3, true, 'allowed', 2, 0, 1000));
       }));
 
+    it('ban and lockouts: a ban is a lockout by hand, listed with the earned ones, soonest end first', () =>
+      withStore(async (s, advance, rewind) => {
+        expect(typeof s.ban, 'Store.ban').toBe('function');
+        expect(typeof s.lockouts, 'Store.lockouts').toBe('function');
+        const ban = (key: string, ms: number) => s.ban?.(key, failures, ms);
+        const list = async (prefix: string, limit = 10) =>
+          ((await s.lockouts?.(prefix, limit, failures)) ?? []).map((l) => [
+            l.key,
+            l.retryAfterMs,
+            l.ban,
+          ]);
+        for (let i = 0; i < 3; i++) await s.recordFailure('a:x:1', failures);
+        await advance(100);
+        expect(await ban('a:x:2', 60_000)).toEqual(
+          d('a:x:2', 3, false, 'locked', 0, 60_000, 60_000),
+        );
+        expect(await ban('a:y:3', 2000)).toEqual(d('a:y:3', 3, false, 'locked', 0, 2000, 2000));
+        await s.recordFailure('b:x:4', failures);
+        expect(await list('a:')).toEqual([
+          ['a:y:3', 2000, true],
+          ['a:x:1', 4900, false],
+          ['a:x:2', 60_000, true],
+        ]);
+        expect(await list('a:x:')).toEqual([
+          ['a:x:1', 4900, false],
+          ['a:x:2', 60_000, true],
+        ]);
+        expect(await list('a:', 1)).toEqual([['a:y:3', 2000, true]]);
+        expect(await list('b:')).toEqual([]);
+        // Refused like a lockout: failures neither count nor extend it, a success keeps it, and a
+        // window call under its key is refused until it ends.
+        expect(await s.recordFailure('a:x:2', failures)).toEqual(
+          d('a:x:2', 3, false, 'locked', 0, 60_000, 60_000),
+        );
+        expect(await s.recordSuccess('a:x:2', failures)).toEqual(
+          d('a:x:2', 3, false, 'locked', 0, 60_000, 60_000),
+        );
+        expect(await s.consume('a:x:2', fixed, 1)).toEqual(
+          d('a:x:2', 3, false, 'limited', 0, 60_000, 60_000),
+        );
+        // Beyond lockoutMs it lasts its own length, also when the clock steps back. (The two that
+        // have ended are read first: what has expired and was read stays expired.)
+        await advance(10_000);
+        for (const key of ['a:x:1', 'a:y:3'])
+          expect(await s.checkFailures(key, failures)).toEqual(d(key, 3, true, 'allowed', 3, 0, 0));
+        expect(await list('a:')).toEqual([['a:x:2', 50_000, true]]);
+        expect(await s.checkFailures('a:x:2', failures)).toEqual(
+          d('a:x:2', 3, false, 'locked', 0, 50_000, 50_000),
+        );
+        await rewind(100_000);
+        expect(await s.checkFailures('a:x:2', failures)).toEqual(
+          d('a:x:2', 3, false, 'locked', 0, 60_000, 60_000),
+        );
+        // A shorter ban keeps a longer lockout; a longer one replaces it; delete lifts either.
+        for (let i = 0; i < 3; i++) await s.recordFailure('a:z:5', failures);
+        expect(await ban('a:z:5', 1000)).toEqual(d('a:z:5', 3, false, 'locked', 0, 5000, 5000));
+        expect(await list('a:z:')).toEqual([['a:z:5', 5000, false]]);
+        expect(await ban('a:z:5', 7000)).toEqual(d('a:z:5', 3, false, 'locked', 0, 7000, 7000));
+        expect(await list('a:z:')).toEqual([['a:z:5', 7000, true]]);
+        await s.delete('a:z:5');
+        expect(await list('a:z:')).toEqual([]);
+        expect(await s.checkFailures('a:z:5', failures)).toEqual(
+          d('a:z:5', 3, true, 'allowed', 3, 0, 0),
+        );
+        await advance(60_000);
+        expect(await list('a:')).toEqual([]);
+        expect(await s.checkFailures('a:x:2', failures)).toEqual(
+          d('a:x:2', 3, true, 'allowed', 3, 0, 0),
+        );
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

@@ -689,24 +689,24 @@ export class MemoryStore implements Store {
   #live(table: KeyIndex<Slot>, key: string, kind: Kind, now: number): Slot | undefined {
     const slot = table.get(key);
     if (slot === undefined) return undefined;
-    if (now >= slot.expiresAt) {
-      this.#drop(slot);
-      return undefined;
-    }
-    if (slot.kind !== kind) {
-      // A window call never erases failure state: its key may be the client's to choose, and a
-      // failure limiter sharing the store and the name would lose a lockout to it. The window
-      // call is answered from the sentinel instead (refused until the failure state ends).
-      if (slot.kind === 'failure') {
-        this.#heldUntil = slot.expiresAt;
-        return HELD;
-      }
-      // Another window algorithm (a rule changed algorithm), or a window under a failure key:
-      // that state means nothing under this rule and goes.
-      this.#drop(slot);
-      return undefined;
-    }
+    // The rest goes out of line: the hot path stays small enough for V8 to inline.
+    if (slot.kind !== kind || now >= slot.expiresAt) return this.#notLive(slot, kind, now);
     return slot;
+  }
+
+  /** A slot of another kind, or one that has expired: dropped, or {@link HELD} (see below). */
+  #notLive(slot: Slot, kind: Kind, now: number): Slot | undefined {
+    // A window call never erases live failure state: its key may be the client's to choose, and
+    // a failure limiter sharing the store and the name would lose a lockout to it. The window
+    // call is answered from the sentinel instead (refused until the failure state ends). Another
+    // window algorithm (a rule changed algorithm), or a window under a failure key, means nothing
+    // under this rule and goes.
+    if (now < slot.expiresAt && slot.kind === 'failure' && kind !== 'failure') {
+      this.#heldUntil = slot.expiresAt;
+      return HELD;
+    }
+    this.#drop(slot);
+    return undefined;
   }
 
   /** A window call on a key that holds failure state: refused, nothing changed or stored. */

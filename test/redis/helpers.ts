@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis as IORedis } from 'ioredis';
 import { Valkey } from 'iovalkey';
 import { createClient, RESP_TYPES } from 'redis';
-import type { SendCommand } from '../../packages/redis/src/index.js';
+import type { SendCommand, Subscribe } from '../../packages/redis/src/index.js';
 
 /**
  * The shared test Redis: REDIS_URL, which the test setup (test/setup/services.ts) sets to the Redis
@@ -321,4 +321,70 @@ export function commandCalls(port: number, command: string): number {
     redisCli(port, 'INFO', 'commandstats'),
   );
   return match ? Number(match[1]) : 0;
+}
+
+/**
+ * A subscriber connection of its own (ioredis, as packages/redis/README.md shows) for a store's
+ * `subscribe`, counting the messages it hands over; `ready()` resolves once it listens.
+ */
+export async function subscriber(): Promise<{
+  subscribe: Subscribe;
+  received: () => number;
+  ready: () => Promise<unknown>;
+}> {
+  const sub = new IORedis({ host: REDIS_HOST, port: REDIS_PORT, lazyConnect: true });
+  sub.on('error', () => {});
+  await sub.connect();
+  let received = 0;
+  let ready: Promise<unknown> = Promise.resolve();
+  const subscribe: Subscribe = (channel, onMessage) => {
+    sub.on('message', (ch: string, message: string) => {
+      if (ch !== channel) return;
+      received++;
+      onMessage(message);
+    });
+    ready = sub.subscribe(channel);
+    return () => sub.disconnect();
+  };
+  return { subscribe, received: () => received, ready: () => ready };
+}
+
+/** Waits (polling the event loop, at most ~1 s) until `sub` has handed over `n` messages. */
+export async function delivered(sub: { received: () => number }, n = 1): Promise<void> {
+  for (let i = 0; sub.received() < n; i++) {
+    if (i > 1000) throw new Error('an invalidation never arrived');
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+/**
+ * A sendCommand whose `EVALSHA` replies wait while `hold()` is in force (Redis has answered; the
+ * reply is on its way back) until `release()`: a reply that arrives late, without sleeping.
+ */
+export function holding(send: SendCommand): {
+  send: SendCommand;
+  hold: () => void;
+  release: () => void;
+} {
+  let gate: Promise<void> | undefined;
+  let open = () => {};
+  const wrapped: SendCommand = (args, key) => {
+    const reply = send(args, key);
+    const g = gate;
+    return g !== undefined && args[0] === 'EVALSHA'
+      ? Promise.resolve(reply).then((r) => g.then(() => r))
+      : reply;
+  };
+  return {
+    send: wrapped,
+    hold() {
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+    },
+    release() {
+      open();
+      gate = undefined;
+    },
+  };
 }

@@ -4,63 +4,20 @@
 // Redis held nothing. In the same process, and across processes through `subscribe`.
 import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
-import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStore, type SendCommand, type Subscribe } from '../../packages/redis/src/index.js';
+import { RedisStore } from '../../packages/redis/src/index.js';
 import {
+  delivered,
   deletePrefix,
+  holding,
   ioredis,
-  REDIS_HOST,
-  REDIS_PORT,
+  subscriber,
   type TestClient,
   uniquePrefix,
 } from './helpers.js';
 
 const T0 = 1_700_000_000_000;
 const ip = '198.51.100.77';
-
-/** A sendCommand whose replies to `EVALSHA` wait while `held` is set (Redis has answered). */
-function holding(send: SendCommand) {
-  let gate: { promise: Promise<void>; open: () => void } | undefined;
-  const hold = () => {
-    let open = () => {};
-    const promise = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    gate = { promise, open };
-  };
-  const release = () => {
-    gate?.open();
-    gate = undefined;
-  };
-  const wrapped: SendCommand = (args, key) => {
-    const reply = send(args, key);
-    const g = gate;
-    return g !== undefined && args[0] === 'EVALSHA'
-      ? Promise.resolve(reply).then((r) => g.promise.then(() => r))
-      : reply;
-  };
-  return { send: wrapped, hold, release };
-}
-
-/** A subscriber connection of its own, counting what it hands to the store. */
-async function subscriber() {
-  const sub = new IORedis({ host: REDIS_HOST, port: REDIS_PORT, lazyConnect: true });
-  sub.on('error', () => {});
-  await sub.connect();
-  let received = 0;
-  let ready: Promise<unknown> = Promise.resolve();
-  const subscribe: Subscribe = (channel, onMessage) => {
-    sub.on('message', (ch: string, message: string) => {
-      if (ch !== channel) return;
-      received++;
-      onMessage(message);
-    });
-    ready = sub.subscribe(channel);
-    return () => sub.disconnect();
-  };
-  return { subscribe, received: () => received, ready: () => ready };
-}
 
 describe('a reset racing an in-flight check is not undone by its late reply', () => {
   let client: TestClient;
@@ -140,10 +97,7 @@ describe('a reset racing an in-flight check is not undone by its late reply', ()
     await new Promise((r) => setImmediate(r));
     // The operator unlocks the client through the other process.
     await b.reset(ip);
-    for (let i = 0; mine.received() === 0; i++) {
-      if (i > 1000) throw new Error('the invalidation never arrived');
-      await new Promise((r) => setTimeout(r, 1));
-    }
+    await delivered(mine);
     wire.release();
     expect(await late).toMatchObject({ allowed: false, reason: 'locked' });
     expect(await a.check(ip)).toMatchObject({ allowed: true, reason: 'allowed', remaining: 3 });

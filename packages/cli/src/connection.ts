@@ -23,6 +23,12 @@ export interface Connection {
   readonly limiter: FailureLimiter;
   /** Why Redis failed since the connection opened, or `undefined` while it has not. */
   failure(): string | undefined;
+  /**
+   * Resolves once every command sent so far has its answer (at most the time one call may take):
+   * the store sends some writes after a decision without awaiting them (a ban's entry in the
+   * lockout index), and a process that exits first loses them.
+   */
+  settled(): Promise<void>;
   /** Closes the store and the client. */
   close(): void;
 }
@@ -49,6 +55,7 @@ export function open(place: Place): Connection {
     cause ??= error instanceof Error ? error.message : String(error);
   };
   let client: Redis | Cluster | undefined;
+  const inFlight = new Set<Promise<unknown>>();
   let ready: Promise<void> | undefined;
   const connect = (): Promise<void> => {
     if (ready !== undefined) return ready;
@@ -81,7 +88,13 @@ export function open(place: Place): Connection {
   };
   const store = new RedisStore({
     // Connects at the first command, so that bad options fail before anything is sent.
-    sendCommand: (args) => connect().then(() => client!.call(args[0]!, ...args.slice(1))),
+    sendCommand: (args) => {
+      const sent = connect().then(() => client!.call(args[0]!, ...args.slice(1)));
+      inFlight.add(sent);
+      const done = () => inFlight.delete(sent);
+      sent.then(done, done);
+      return sent;
+    },
     prefix: place.prefix,
     // Refuse rather than decide in memory: an operator must learn that nothing reached Redis.
     onError: 'closed',
@@ -108,6 +121,18 @@ export function open(place: Place): Connection {
     failure() {
       if (cause === undefined && !store.degraded && storeError === undefined) return undefined;
       return cause ?? storeError ?? 'Redis failed';
+    },
+    async settled() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, CALL_TIMEOUT_MS);
+      });
+      const drained = (async () => {
+        // An answer may send the next command (SADD, then PEXPIRE).
+        while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      })();
+      await Promise.race([drained, late]);
+      clearTimeout(timer);
     },
     close() {
       store.close();

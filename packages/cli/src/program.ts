@@ -122,6 +122,7 @@ async function onLimiter<T>(
       if (failed !== undefined) throw new RedisFailure(target.shown, failed);
       throw error;
     }
+    await connection.settled();
     const failed = connection.failure();
     if (failed !== undefined) throw new RedisFailure(target.shown, failed);
     return result;

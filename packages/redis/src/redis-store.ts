@@ -695,9 +695,9 @@ export class RedisStore implements Store {
     return this.#script(args, (r) => failureReplyValid(r, rule, 'b')).then(
       (reply) => {
         const d = this.#failureDecision(reply, rule, key, 'k', epoch === this.#epoch);
-        if (reply[0] === 0) this.#index(key, reply[2], reply[4] === 3);
         if (epoch === this.#epoch) this.#deny?.learnFailure(key, rule, d, from);
-        return d;
+        // An operator's ban resolves once it is listed too (a CLI exits right after it).
+        return reply[0] === 0 ? this.#index(key, reply[2], reply[4] === 3).then(() => d) : d;
       },
       (error: unknown) => this.#banFallback(key, rule, ms, error),
     );
@@ -1006,7 +1006,7 @@ export class RedisStore implements Store {
         const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
         // A lockout this call wrote (started, or by a lowered maxAttempts) goes into the index.
         if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs))
-          this.#index(key, reply[2], false);
+          void this.#index(key, reply[2], false);
         const deny = this.#deny;
         if (deny !== undefined) {
           if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
@@ -1148,7 +1148,7 @@ export class RedisStore implements Store {
       );
       this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
         (reply) => {
-          this.#index(key, reply[2], reply[4] === 3);
+          void this.#index(key, reply[2], reply[4] === 3);
           if (this.#seen.get(key) === seen) seen.writeBack = undefined;
         },
         (error: unknown) => this.#fail(error),
@@ -1212,8 +1212,8 @@ export class RedisStore implements Store {
    * listing reads each entry found as a check does, so an entry lost here only goes unlisted, and
    * one left behind is never listed.
    */
-  #index(key: string, leftMs: number, ban: boolean): void {
-    if (leftMs <= 0) return;
+  #index(key: string, leftMs: number, ban: boolean): Promise<void> {
+    if (leftMs <= 0) return Promise.resolve();
     const redisKey = this.#prefix + key;
     const index = this.#indexKey(redisKey);
     const [member, other] = ban
@@ -1221,21 +1221,26 @@ export class RedisStore implements Store {
       : [`0${redisKey}`, `1${redisKey}`];
     const args = ['EVALSHA', SCRIPT_SHA, '1', index, 'i', member, String(leftMs), other];
     if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
-    this.#run(args, (r): r is 1 => r === 1, undefined).then(undefined, () => {});
+    const listed = this.#run(args, (r): r is 1 => r === 1, undefined).then(
+      () => undefined,
+      () => undefined,
+    );
     const slot = keySlot(redisKey);
     const now = this.#clock.now();
     const known = this.#registered.get(slot);
-    if (known !== undefined && now >= known && now - known < 3_600_000) return;
+    if (known !== undefined && now >= known && now - known < 3_600_000) return listed;
     this.#registered.set(slot, now);
     const registry = `${this.#prefix}~lockouts-slots`;
-    this.#call(['SADD', registry, String(slot)], registry)
-      .then(
-        () => this.#call(['PEXPIRE', registry, String(REGISTRY_TTL_MS)], registry),
-        () => {
-          this.#registered.delete(slot);
-        },
-      )
-      .then(undefined, () => {});
+    const named = this.#call(['SADD', registry, String(slot)], registry).then(
+      () => this.#call(['PEXPIRE', registry, String(REGISTRY_TTL_MS)], registry),
+      () => {
+        this.#registered.delete(slot);
+      },
+    );
+    return Promise.all([listed, named]).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** The lockout index holding `redisKey`'s entry: a sorted set of the same hash slot. */

@@ -139,7 +139,16 @@ export function createHttpServer(options) {
   function isDirectLoopback(req) {
     const client = resolveClient(req);
     const host = req.headers.host;
-    const sameOrigin = client.origin === undefined || client.origin === `http://${host}`;
+    // The Origin header itself: resolveClient reports a browser's request without one as the
+    // opaque origin 'null' (a browser is never a direct-local CLI to the limiters), but the
+    // operator's own browser opening /status on this machine is who the page is for.
+    const origin = req.headers.origin;
+    // A browser says where the request comes from: typed or bookmarked (none) or the page itself
+    // (same-origin) may read it; another site's page (an <img>, a form) may not.
+    const site = req.headers['sec-fetch-site'];
+    const sameOrigin =
+      (origin === undefined || origin === `http://${host}`) &&
+      (site === undefined || site === 'none' || site === 'same-origin');
     return (
       client.ip !== undefined &&
       isLoopback(client.ip) &&

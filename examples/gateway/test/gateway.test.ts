@@ -631,11 +631,21 @@ describe('status endpoints', () => {
     expect(page.headers['content-security-policy']).toMatch(/script-src 'nonce-[^']+'/);
     expect(page.body).toContain('<title>Portcullis gateway status</title>');
 
-    // A rebound DNS name, a proxy hop or a cross-origin page is not "loopback".
+    // The operator's own browser on this machine reads it: a typed URL (Sec-Fetch-Site: none)
+    // and the page's own requests (same-origin) are a browser's, never exempt from the limiters,
+    // but they are who the page is for.
+    for (const site of ['none', 'same-origin']) {
+      const r = await request(`${g.url}/status.json`, { headers: { 'sec-fetch-site': site } });
+      expect(r.status).toBe(200);
+    }
+    // A rebound DNS name, a proxy hop, a cross-origin page or another site's <img> or form (no
+    // Origin, but Sec-Fetch-Site says where it comes from) is not "loopback".
     for (const headers of [
       { host: 'attacker.example:80' },
       { 'x-forwarded-for': '203.0.113.5' },
       { origin: 'http://evil.example' },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site' },
     ]) {
       const r = await request(`${g.url}/status.json`, { headers });
       expect([r.status, JSON.parse(r.body)]).toEqual([401, authFailedError('missing')]);

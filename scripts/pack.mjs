@@ -2,7 +2,7 @@
 // and packs the seven publishable packages with `npm pack` into <destination> (default
 // ./tarballs), under the build lock so no build rewrites a dist while it is packed. Prints the
 // tarballs' paths, or npm's JSON report with --json. Until the packages are on the registry, this
-// is how to use them elsewhere: `npm install /path/to/tarballs/portcullis-express-0.1.0.tgz …`.
+// is how to use them elsewhere: `npm install /path/to/tarballs/portcullis-express-1.0.0.tgz …`.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';

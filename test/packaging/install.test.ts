@@ -649,7 +649,8 @@ describe('the installed portcullis command (@portcullis/cli)', () => {
   it('is linked into node_modules/.bin and runs: --version, and bad usage exits 2', async () => {
     const project = join(scratch, 'project');
     const bin = join(project, 'node_modules', '.bin', 'portcullis');
-    expect(await sh(bin, ['--version'], project)).toBe('0.1.0\n');
+    const { version } = JSON.parse(readFileSync(join(repo, 'packages/cli/package.json'), 'utf8'));
+    expect(await sh(bin, ['--version'], project)).toBe(`${version}\n`);
     const bad = await run(bin, ['ban', '198.51.100.7'], { cwd: project, env: npmEnv }).then(
       () => ({ code: 0, stderr: '' }),
       (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr }),

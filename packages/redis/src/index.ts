@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export {
+  type DurabilityOptions,
   type LocalDenyOptions,
   type OnError,
   RedisStore,

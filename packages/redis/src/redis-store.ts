@@ -1,29 +1,31 @@
 import {
-  byEnd,
   type Clock,
   channels,
   type Decision,
   type FailureDecision,
   type FailureRule,
-  functionOption,
-  integerOption,
   type Logger,
   MemoryStore,
   type MemoryStoreOptions,
-  methodsOption,
-  oneOfOption,
   PortcullisConfigError,
-  parseOptions,
-  requiredOption,
-  safeLogger,
   type Store,
   type StoreLockout,
   systemClock,
   type TimerHandle,
   type Timers,
-  timeStoreCall,
   type WindowRule,
 } from '@portcullis/core';
+import {
+  byEnd,
+  functionOption,
+  integerOption,
+  methodsOption,
+  oneOfOption,
+  parseOptions,
+  requiredOption,
+  safeLogger,
+  timeStoreCall,
+} from '@portcullis/core/adapter';
 import { LocalDeny, type LocalDenyOptions } from './local-deny.js';
 import { plainObject, string } from './options.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
@@ -33,10 +35,15 @@ import { keySlot, SLOTS, slotTag } from './slots.js';
  * Sends one Redis command and resolves to its reply; a Redis error reply rejects. `args` are the
  * command and its arguments as strings (`['EVALSHA', sha, '1', key, …]`); `key` is the key the
  * command touches (for cluster clients that route by key), `undefined` for `PING` and `SCAN`.
+ * `WAIT` (only with `durability`) names no key of its own: `key` is the key whose write it waits
+ * for, and the command must go to that key's node on the connection that sent the write (one
+ * connection per node, as every client below keeps).
  *
  * - ioredis / iovalkey: `(args) => redis.call(args[0], ...args.slice(1))`
  * - node-redis: `(args) => client.sendCommand(args)`
  * - node-redis cluster: `(args, key) => cluster.sendCommand(key, false, args)`
+ * - ioredis Cluster: `cluster.call(…)`, but a `WAIT` through a pipeline with the key (see the
+ *   README, "Clients": a keyless command alone goes to a random node)
  */
 export type SendCommand = (args: string[], key: string | undefined) => Promise<unknown>;
 
@@ -69,6 +76,21 @@ export type Unsubscribe = () => unknown;
 export type Subscribe = (channel: string, onMessage: (message: string) => void) => unknown;
 
 export type { LocalDenyOptions } from './local-deny.js';
+
+/**
+ * Options of `RedisStore`'s `durability`: after a decision that starts a lockout or a ban, the store
+ * sends `WAIT replicas timeoutMs` to the key's node and returns the decision once it answered.
+ * Every number is an integer.
+ */
+export interface DurabilityOptions {
+  /** How many replicas must have the lockout before the decision returns, 1 or more. @default 1 */
+  replicas?: number;
+  /**
+   * The longest the `WAIT` blocks, at most the store's `timeoutMs` (the decision as a whole never
+   * waits longer than that: the `WAIT` gets what the script call left of it). @default 50
+   */
+  timeoutMs?: number;
+}
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -121,6 +143,15 @@ export interface RedisStoreOptions {
    */
   subscribe?: Subscribe;
   /**
+   * After a decision that starts a lockout or a ban, `WAIT replicas timeoutMs` on the key's node
+   * (routed by `sendCommand`'s `key`, see {@link SendCommand}), and the decision is returned once
+   * it answered, within the store's `timeoutMs`. A `WAIT` that reached fewer replicas is logged
+   * once per episode, never an error. Ordinary decisions never wait. `true` is `{}`. It is not
+   * consensus: see the README, "Durability".
+   * @default false
+   */
+  durability?: boolean | DurabilityOptions;
+  /**
    * Timers for the `timeoutMs` race and the fallback store's sweep. By default the race uses a
    * ref'ed timer, alive only while a call is pending, and the sweep an `unref()`ed one.
    * @default the system timers
@@ -145,6 +176,15 @@ const spec = {
       ? value
       : plainObject<LocalDenyOptions>()(value, () => fail('a boolean or an object')),
   subscribe: functionOption,
+  durability: (value: unknown, fail: (expected: string) => never) =>
+    typeof value === 'boolean'
+      ? value
+      : plainObject<DurabilityOptions>()(value, () => fail('false, true or an object')),
+};
+
+const durabilitySpec = {
+  replicas: integerOption(1, 2_147_483_647),
+  timeoutMs: integerOption(1, 2_147_483_647),
 };
 
 const localDenySpec = {
@@ -326,11 +366,23 @@ const LISTING_BATCH = 512;
 /** How many of the oldest seen lockouts a full table looks at to pick the one to forget. */
 const SEEN_SAMPLE = 64;
 
-/** A lockout this process has seen, in its own clock; `writeBack` when the fallback started it. */
+/**
+ * A lockout this process has seen, in its own clock, under `rule`; `pending` while it is to be
+ * written back to Redis (the fallback started it, or Redis was found without it).
+ */
 interface SeenLockout {
   until: number;
-  writeBack: FailureRule | undefined;
+  rule: FailureRule;
+  pending: boolean;
 }
+
+/** The resolved `durability` option. */
+interface Durability {
+  replicas: number;
+  timeoutMs: number;
+}
+
+const isWaitReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
 
 /**
  * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
@@ -429,6 +481,17 @@ export class RedisStore implements Store {
   /** Where resets and reopening refunds are published. */
   readonly #channel: string;
   #unsubscribe: Unsubscribe | undefined;
+  /**
+   * Whether resets made elsewhere reach this process (`subscribe` given and not failed): only then
+   * are lockouts seen in Redis written back, since a write-back must never undo such a reset.
+   */
+  #subscribed = false;
+  /** When each recent write-back was sent (see {@link RedisStore.#resetAfterWriteBack}). */
+  readonly #writtenBack = new Map<string, number>();
+  /** `durability`, resolved (undefined: off). */
+  readonly #durability: Durability | undefined;
+  /** While `WAIT`s reach fewer replicas than asked: lockout starts not confirmed so far. */
+  #short: { since: number; unconfirmed: number; nextWaitAt: number } | undefined;
 
   /**
    * @param options see {@link RedisStoreOptions}
@@ -471,6 +534,23 @@ export class RedisStore implements Store {
       );
       this.#deny = new LocalDeny(d.maxEntries ?? 10_000, d.maxStaleMs ?? 1000);
     }
+    const durability = o.durability ?? false;
+    if (durability !== false) {
+      const d = nested('durability', () =>
+        parseOptions(durability === true ? {} : durability, durabilitySpec, `${WHERE}.durability`),
+      );
+      if (d.timeoutMs !== undefined && d.timeoutMs > this.#timeoutMs) {
+        throw new PortcullisConfigError(
+          'ERR_PORTCULLIS_TIMEOUT_MS',
+          'durability.timeoutMs',
+          `${WHERE}: durability: option "timeoutMs" must be at most the store's timeoutMs (${this.#timeoutMs}), got ${d.timeoutMs}`,
+        );
+      }
+      this.#durability = {
+        replicas: d.replicas ?? 1,
+        timeoutMs: Math.min(d.timeoutMs ?? 50, this.#timeoutMs),
+      };
+    }
     this.#channel = `${this.#prefix}deny-invalidations`;
     if (o.subscribe !== undefined) this.#subscribe(o.subscribe as Subscribe);
   }
@@ -484,10 +564,14 @@ export class RedisStore implements Store {
       } else {
         // A reset elsewhere: refunds of spends made before it give nothing back (see deletions).
         this.#deletions++;
-        this.#invalidate(text.startsWith(RESET) ? text.slice(RESET.length) : text);
+        const key = text.startsWith(RESET) ? text.slice(RESET.length) : text;
+        this.#invalidate(key);
+        this.#resetAfterWriteBack(key);
       }
     };
+    this.#subscribed = true;
     const failed = (error: unknown) => {
+      this.#subscribed = false;
       const text = error instanceof Error ? error.message : String(error);
       this.#logger?.warn(
         { code: 'PORTCULLIS_SUBSCRIBE_FAILED', store: WHERE, channel: this.#channel, err: error },
@@ -528,6 +612,31 @@ export class RedisStore implements Store {
     this.#deny?.delete(key);
     if (this.#seen.size > 0) this.#seen.delete(key);
     this.#local.delete(key);
+  }
+
+  /**
+   * A reset of `key` made elsewhere reached this process shortly after it wrote `key`'s lockout back
+   * (the write-back may have landed after the reset): the reset is made again here, so that it
+   * wins. Only the key and its index entry go; every other process already heard of the reset.
+   */
+  #resetAfterWriteBack(key: string): void {
+    const at = this.#writtenBack.get(key);
+    if (at === undefined) return;
+    this.#writtenBack.delete(key);
+    if (this.#clock.now() - at > 2 * this.#timeoutMs || this.#closed) return;
+    const redisKey = this.#prefix + key;
+    const index = this.#indexKey(redisKey);
+    this.#deadline(
+      () =>
+        Promise.all([
+          this.#call(['DEL', redisKey], redisKey),
+          this.#call(['ZREM', index, `0${redisKey}`, `1${redisKey}`], index),
+        ]),
+      (r): r is unknown[] => Array.isArray(r),
+    ).then(
+      () => undefined,
+      (error: unknown) => this.#fail(error),
+    );
   }
 
   /**
@@ -573,6 +682,12 @@ export class RedisStore implements Store {
       entries: d.size,
       answered: d.answered,
     };
+  }
+
+  /** The resolved `durability` (`{ replicas, timeoutMs }`), or `false` when it is off. */
+  get durability(): false | { replicas: number; timeoutMs: number } {
+    const d = this.#durability;
+    return d === undefined ? false : { replicas: d.replicas, timeoutMs: d.timeoutMs };
   }
 
   /** Whether the store currently considers Redis unavailable (decisions go to `onError`). */
@@ -696,8 +811,12 @@ export class RedisStore implements Store {
       (reply) => {
         const d = this.#failureDecision(reply, rule, key, 'k', epoch === this.#epoch);
         if (epoch === this.#epoch) this.#deny?.learnFailure(key, rule, d, from);
-        // An operator's ban resolves once it is listed too (a CLI exits right after it).
-        return reply[0] === 0 ? this.#index(key, reply[2], reply[4] === 3).then(() => d) : d;
+        if (reply[0] !== 0) return d;
+        // An operator's ban resolves once it is listed too (a CLI exits right after it), and with
+        // `durability` once a replica has it.
+        const listed = this.#index(key, reply[2], reply[4] === 3);
+        const durable = this.#durability === undefined ? undefined : this.#wait(key, from);
+        return Promise.all([listed, durable]).then(() => d);
       },
       (error: unknown) => this.#banFallback(key, rule, ms, error),
     );
@@ -706,7 +825,7 @@ export class RedisStore implements Store {
   #banFallback(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
     if (error !== undefined) this.#fail(error);
     const d = this.#local.ban(key, rule, ms);
-    if (d.reason === 'locked') this.#remember(key, this.#clock.now() + d.retryAfterMs, rule);
+    if (d.reason === 'locked') this.#remember(key, this.#clock.now() + d.retryAfterMs, rule, true);
     return this.#announce(d.reason === 'overflow' ? d : { ...d, reason: 'fallback' });
   }
 
@@ -975,6 +1094,7 @@ export class RedisStore implements Store {
     this.#closed = true;
     this.#local.close();
     this.#seen.clear();
+    this.#writtenBack.clear();
     this.#deny?.clear();
     const stop = this.#unsubscribe;
     this.#unsubscribe = undefined;
@@ -1004,13 +1124,16 @@ export class RedisStore implements Store {
         // A reset (here, or elsewhere through `subscribe`) after the call went out makes its reply
         // old news: it answers this call, but teaches this process nothing to remember.
         const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
-        // A lockout this call wrote (started, or by a lowered maxAttempts) goes into the index.
-        if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs))
-          void this.#index(key, reply[2], false);
         const deny = this.#deny;
         if (deny !== undefined) {
           if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
           else deny.delete(key);
+        }
+        // A lockout this call wrote (started, or by a lowered maxAttempts) goes into the index,
+        // and with `durability` the decision waits for a replica to have it.
+        if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs)) {
+          void this.#index(key, reply[2], false);
+          if (this.#durability !== undefined) return this.#wait(key, from).then(() => d);
         }
         return d;
       },
@@ -1042,13 +1165,19 @@ export class RedisStore implements Store {
         return d;
       }
       if (d.retryAfterMs >= seen) {
-        if (current) this.#remember(key, now + d.retryAfterMs, undefined);
+        if (current) this.#remember(key, now + d.retryAfterMs, rule, false);
         return d;
       }
+      // Redis holds a shorter lockout than the one this process saw: it lost the one seen.
+      if (current) this.#lost(key);
       return this.#lockedDecision(key, rule, seen, 'locked');
     }
-    // Redis says no lockout (restarted empty, failed over, …): one this process saw still refuses.
-    if (seen > 0) return this.#lockedDecision(key, rule, seen, 'locked');
+    // Redis says no lockout (restarted empty, failed over, …): one this process saw still refuses,
+    // and is written back.
+    if (seen > 0) {
+      if (current) this.#lost(key);
+      return this.#lockedDecision(key, rule, seen, 'locked');
+    }
     if (op === 's' && this.#local.size() > 0) {
       const local = this.#local.recordSuccess(key, rule);
       if (local.reason === 'locked') return { ...local, reason: 'locked' };
@@ -1070,18 +1199,20 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Remembers a lockout until `until` (this process's clock). The table holds at most `seenMax`
+   * Remembers a lockout of `rule` until `until` (this process's clock), `pending` a write-back
+   * when the fallback started it. The table holds at most `seenMax`
    * lockouts: when full, an ended one goes first, else the one ending soonest among the
    * {@link SEEN_SAMPLE} remembered longest ago (lockouts of one rule end in the order they were
    * seen, so that is the one ending soonest of all; the bounded look keeps a flood of distinct
    * lockouts at constant cost per lockout). A lockout ending before every one looked at is not
    * remembered.
    */
-  #remember(key: string, until: number, writeBack: FailureRule | undefined): void {
+  #remember(key: string, until: number, rule: FailureRule, pending: boolean): void {
     const known = this.#seen.get(key);
     if (known !== undefined) {
       if (until > known.until) known.until = until;
-      if (writeBack !== undefined) known.writeBack = writeBack;
+      known.rule = rule;
+      if (pending) known.pending = true;
       return;
     }
     if (this.#seen.size >= this.#seenMax) {
@@ -1106,7 +1237,7 @@ export class RedisStore implements Store {
         this.#seen.delete(soonestKey);
       }
     }
-    this.#seen.set(key, { until, writeBack });
+    this.#seen.set(key, { until, rule, pending });
   }
 
   #lockedDecision(
@@ -1127,33 +1258,63 @@ export class RedisStore implements Store {
   }
 
   /**
-   * After an outage: writes each lockout the fallback started back to Redis with its remaining
-   * time (one script call each; the longer of Redis' own and ours stands), so that every process
-   * sees it. A failed write-back stays pending for the next recovery.
+   * Redis answered without a lockout this process saw (a promoted replica that never had it, a
+   * Redis restarted empty): with `subscribe` (so that a reset made elsewhere would have reached
+   * this process and removed it), it is written back now.
+   */
+  #lost(key: string): void {
+    if (!this.#subscribed) return;
+    const seen = this.#seen.get(key);
+    if (seen === undefined) return;
+    seen.pending = true;
+    if (!this.#down) this.#writeBackOne(key, seen, this.#clock.now());
+  }
+
+  /**
+   * Writes every lockout this process has seen and that is still running back to Redis with its
+   * remaining time, as after an outage (one script call each; the longer of Redis' lockout and
+   * this one stands): call it when your client reports a failover or a reconnection, so that a
+   * promoted replica that missed a lockout gets it from every process that saw it. Without
+   * `subscribe` only the lockouts the fallback started go (a reset made in another process would
+   * not reach this one, and a write-back must never undo it). During an outage they are written
+   * back when Redis answers again; a write-back that fails is a store error like any other and
+   * stays pending. Never rejects.
+   */
+  writeBackLockouts(): void {
+    if (this.#closed || this.#seen.size === 0) return;
+    if (this.#subscribed) for (const seen of this.#seen.values()) seen.pending = true;
+    if (!this.#down) this.#writeBack();
+  }
+
+  /**
+   * After an outage (or when asked): writes each pending lockout back to Redis; with `subscribe`,
+   * every lockout seen (Redis may be a promoted replica that lacks some). A failed write-back
+   * stays pending for the next recovery.
    */
   #writeBack(): void {
     if (this.#closed || this.#seen.size === 0) return;
     const now = this.#clock.now();
-    for (const [key, seen] of this.#seen) {
-      const rule = seen.writeBack;
-      if (rule === undefined) continue;
-      const left = this.#seenLeft(key, rule, now);
-      if (left <= 0) continue;
-      const args = this.#args(
-        key,
-        'w',
-        String(left),
-        String(rule.windowMs),
-        String(rule.lockoutMs),
-      );
-      this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
-        (reply) => {
-          void this.#index(key, reply[2], reply[4] === 3);
-          if (this.#seen.get(key) === seen) seen.writeBack = undefined;
-        },
-        (error: unknown) => this.#fail(error),
-      );
-    }
+    for (const [key, at] of this.#writtenBack)
+      if (now - at > 2 * this.#timeoutMs) this.#writtenBack.delete(key);
+    const all = this.#subscribed;
+    for (const [key, seen] of this.#seen)
+      if (all || seen.pending) this.#writeBackOne(key, seen, now);
+  }
+
+  #writeBackOne(key: string, seen: SeenLockout, now: number): void {
+    const rule = seen.rule;
+    const left = this.#seenLeft(key, rule, now);
+    if (left <= 0) return;
+    seen.pending = true;
+    this.#writtenBack.set(key, now);
+    const args = this.#args(key, 'w', String(left), String(rule.windowMs), String(rule.lockoutMs));
+    this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
+      (reply) => {
+        void this.#index(key, reply[2], reply[4] === 3);
+        if (this.#seen.get(key) === seen) seen.pending = false;
+      },
+      (error: unknown) => this.#fail(error),
+    );
   }
 
   /**
@@ -1243,6 +1404,89 @@ export class RedisStore implements Store {
     );
   }
 
+  /**
+   * `durability`: `WAIT replicas ms` on `key`'s node after a decision that wrote a lockout or a ban
+   * (the call was sent at `from`), bounded by what the store's `timeoutMs` left of the decision.
+   * Resolves when it answered or its time is up; never rejects. A `WAIT` that reached fewer
+   * replicas starts an episode, logged once: while it lasts at most one `WAIT` goes out per
+   * `probeIntervalMs` (a `WAIT` holds its connection, so every call queued behind it waits too),
+   * and the lockout starts in between return at once. The first `WAIT` that reaches the replicas
+   * again ends it (one more warning, with the count of lockouts left unconfirmed).
+   */
+  #wait(key: string, from: number): Promise<void> {
+    const durability = this.#durability as Durability;
+    const now = this.#clock.now();
+    const short = this.#short;
+    if (short !== undefined && now < short.nextWaitAt) {
+      short.unconfirmed++;
+      return Promise.resolve();
+    }
+    const left = this.#timeoutMs - Math.max(0, now - from);
+    if (left < 1) {
+      this.#shortfall(undefined, new RedisTimeoutError(this.#timeoutMs));
+      return Promise.resolve();
+    }
+    const ms = Math.min(durability.timeoutMs, left);
+    if (short !== undefined) short.nextWaitAt = now + this.#probeMs;
+    const redisKey = this.#prefix + key;
+    return this.#deadline(
+      () => this.#call(['WAIT', String(durability.replicas), String(ms)], redisKey),
+      isWaitReply,
+      left,
+    ).then(
+      (reached) => {
+        if (reached >= durability.replicas) this.#durable();
+        else this.#shortfall(reached, undefined);
+      },
+      (error: unknown) => this.#shortfall(undefined, error),
+    );
+  }
+
+  /** A lockout start left unconfirmed: the first of an episode logs once. */
+  #shortfall(reached: number | undefined, error: unknown): void {
+    const now = this.#clock.now();
+    const short = this.#short;
+    if (short !== undefined) {
+      short.unconfirmed++;
+      return;
+    }
+    this.#short = { since: now, unconfirmed: 1, nextWaitAt: now + this.#probeMs };
+    const durability = this.#durability as Durability;
+    const why =
+      reached !== undefined
+        ? `reached ${reached} of ${durability.replicas} replicas within ${durability.timeoutMs}ms`
+        : `failed (${error instanceof Error ? error.message : String(error)})`;
+    this.#logger?.warn(
+      {
+        code: 'PORTCULLIS_DURABILITY_SHORT',
+        store: WHERE,
+        prefix: this.#prefix,
+        replicas: durability.replicas,
+        ...(reached !== undefined && { reached }),
+        timeoutMs: durability.timeoutMs,
+        ...(error !== undefined && { err: error }),
+      },
+      `${WHERE}: WAIT after a lockout ${why}; a failover now may lose lockouts. Until a WAIT reaches the replicas again, at most one is sent per ${this.#probeMs}ms`,
+    );
+  }
+
+  /** A `WAIT` reached the replicas: an episode of shortfalls ends (one warning). */
+  #durable(): void {
+    const short = this.#short;
+    if (short === undefined) return;
+    this.#short = undefined;
+    this.#logger?.warn(
+      {
+        code: 'PORTCULLIS_DURABILITY_RESTORED',
+        store: WHERE,
+        prefix: this.#prefix,
+        shortForMs: this.#clock.now() - short.since,
+        unconfirmed: short.unconfirmed,
+      },
+      `${WHERE}: WAIT reaches the replicas again after ${this.#clock.now() - short.since}ms; ${short.unconfirmed} lockouts were not confirmed on a replica`,
+    );
+  }
+
   /** The lockout index holding `redisKey`'s entry: a sorted set of the same hash slot. */
   #indexKey(redisKey: string): string {
     return `${this.#prefix}~lockouts{${slotTag(keySlot(redisKey))}}`;
@@ -1261,14 +1505,15 @@ export class RedisStore implements Store {
   #deadline<T>(
     run: (expired: () => boolean) => Promise<unknown>,
     valid: (value: unknown) => value is T = (value: unknown): value is T => true,
+    ms = this.#timeoutMs,
   ): Promise<T> {
     const call = new Promise<T>((resolve, reject) => {
       let settled = false;
       const timer = this.#timers.setTimeout(() => {
         if (settled) return;
         settled = true;
-        reject(new RedisTimeoutError(this.#timeoutMs));
-      }, this.#timeoutMs);
+        reject(new RedisTimeoutError(ms));
+      }, ms);
       run(() => settled).then(
         (value) => {
           if (settled) return;
@@ -1391,7 +1636,7 @@ export class RedisStore implements Store {
             : this.#local.recordSuccess(key, rule);
       // A lockout started during the outage: remember it, and write it back when Redis returns.
       if ((local as FailureDecision).lockoutStarted)
-        this.#remember(key, now + local.retryAfterMs, rule);
+        this.#remember(key, now + local.retryAfterMs, rule, true);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
       d = this.#storeError(key, rule.maxAttempts);

@@ -3,7 +3,7 @@
 // `import` and `require` users get types that match what they load. Then records the stamp of
 // the inputs it built from (build-stamp.mjs), which is how the test setup knows dist is current.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename } from 'node:path';
 import { clearStamp, PACKAGES, writeStamp } from './build-stamp.mjs';
@@ -21,9 +21,23 @@ const run = (...args) => {
   }
 };
 run('-p', 'tsconfig.build.json');
+// CommonJS is built only for the entry points that offer `require` (the compiler follows their
+// imports): an ESM-only entry point (core's ./testing, which imports vitest) or the CLI's ESM
+// binary would otherwise leave CommonJS files in the tarball that nothing can load.
+const manifest = JSON.parse(readFileSync('package.json', 'utf8'));
+const entries = Object.values(manifest.exports).filter((e) => typeof e === 'object');
+const files = entries
+  .filter((e) => e.require)
+  .map((e) => {
+    if (typeof e.source !== 'string')
+      throw new Error('an entry point offering require has no source');
+    return `.${e.source}`;
+  });
+const cjsConfig = 'dist/tsconfig.cjs.json';
+writeFileSync(cjsConfig, JSON.stringify({ extends: '../tsconfig.build.json', include: [], files }));
 run(
   '-p',
-  'tsconfig.build.json',
+  cjsConfig,
   '--outDir',
   'dist/cjs',
   '--module',
@@ -33,6 +47,7 @@ run(
   '--verbatimModuleSyntax',
   'false',
 );
+rmSync('dist/tsconfig.cjs.json', { force: true });
 mkdirSync('dist/cjs', { recursive: true });
 writeFileSync('dist/cjs/package.json', '{ "type": "commonjs" }\n');
 if (stamped) writeStamp(name);

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -548,8 +548,63 @@ function packageOf(specifier: string): string | undefined {
   return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
+/** `file`'s directory and `specifier` joined, POSIX-style as tarball paths are. */
+const joinPath = (file: string, specifier: string) =>
+  posix.normalize(posix.join(posix.dirname(file), specifier));
+
+/**
+ * The shipped files a package's entry points reach: every file named by `exports` (any
+ * condition), `main`, `module`, `types` and `bin`; every shipped file those import (a `./x.js`
+ * specifier reaches `x.js`, `x.d.ts` or `x.ts`, whichever ships); the declarations beside each
+ * reached module (`x.d.ts` beside `x.js`); the source map each names
+ * with `sourceMappingURL`; the sources each map lists; and the package.json nearest each reached
+ * file (dist/cjs/package.json marks its folder CommonJS). A shipped file outside this set is
+ * one no user can load: a test helper, a stray build output, a leftover.
+ */
+function reachedFiles(root: string, manifest: Record<string, unknown>, shipped: Set<string>) {
+  const queue: string[] = [];
+  const name = (value: unknown): void => {
+    if (typeof value === 'string') queue.push(posix.normalize(value));
+    else if (value !== null && typeof value === 'object') Object.values(value).forEach(name);
+  };
+  for (const field of ['exports', 'main', 'module', 'types', 'bin']) name(manifest[field]);
+  const reached = new Set<string>();
+  while (queue.length > 0) {
+    const file = queue.pop() as string;
+    if (reached.has(file) || !shipped.has(file)) continue;
+    reached.add(file);
+    const text = readFileSync(join(root, file), 'utf8');
+    if (file.endsWith('.map')) {
+      const map = JSON.parse(text) as { sources: string[]; sourceRoot?: string };
+      for (const source of map.sources)
+        queue.push(joinPath(file, posix.join(map.sourceRoot ?? '', source)));
+      continue;
+    }
+    if (!/\.[cm]?[jt]s$/.test(file)) continue;
+    // A module's declarations are what TypeScript loads beside it (the CLI's binary has no other).
+    queue.push(file.replace(/\.([cm]?)js$/, '.d.$1ts'));
+    for (const specifier of importsOf(text)) {
+      if (packageOf(specifier) !== undefined) continue;
+      const target = joinPath(file, specifier);
+      queue.push(
+        target,
+        target.replace(/\.([cm]?)js$/, '.d.$1ts'),
+        target.replace(/\.([cm]?)js$/, '.$1ts'),
+        `${target}.ts`,
+        `${target}.d.ts`,
+      );
+    }
+    for (const m of text.matchAll(/^\/\/# sourceMappingURL=(\S+)$/gm))
+      queue.push(joinPath(file, m[1] as string));
+  }
+  for (const file of [...reached])
+    for (let dir = posix.dirname(file); dir !== '.'; dir = posix.dirname(dir))
+      if (shipped.has(`${dir}/package.json`)) reached.add(`${dir}/package.json`);
+  return reached;
+}
+
 describe('the packed packages', () => {
-  it('pack dist (ESM, CommonJS, types for each) and the README, and no tests', () => {
+  it('pack dist (ESM, CommonJS, types for each), the README, LICENSE and CHANGELOG, and no tests', () => {
     expect(packed.map((p) => p.name).sort()).toEqual(
       PACKAGES.map((p) => `@portcullis/${p}`).sort(),
     );
@@ -559,6 +614,8 @@ describe('the packed packages', () => {
         expect.arrayContaining([
           'package.json',
           'README.md',
+          'LICENSE',
+          'CHANGELOG.md',
           'dist/esm/index.js',
           'dist/esm/index.d.ts',
           'dist/cjs/index.js',
@@ -570,8 +627,10 @@ describe('the packed packages', () => {
     }
     const core = packed.find((p) => p.name === '@portcullis/core')?.files.map((f) => f.path);
     expect(core).toEqual(
-      expect.arrayContaining(['dist/esm/testing/index.js', 'dist/cjs/testing/index.d.ts']),
+      expect.arrayContaining(['dist/esm/testing/index.js', 'dist/esm/testing/index.d.ts']),
     );
+    // ./testing is ESM only (it imports vitest), so the CommonJS build has no copy of it.
+    expect(core?.filter((f) => f.startsWith('dist/cjs/testing/'))).toEqual([]);
   });
 
   it('ship no test helper: every shipped module imports only shipped files, Node built-ins and its own dependencies', async () => {
@@ -608,6 +667,63 @@ describe('the packed packages', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('ship only what their entry points reach, besides package.json, README, LICENSE and CHANGELOG', () => {
+    const unreached: string[] = [];
+    for (const p of packed) {
+      const root = join(scratch, 'project', 'node_modules', ...p.name.split('/'));
+      const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+      const shipped = new Set(p.files.map((f) => f.path));
+      const reached = reachedFiles(root, manifest, shipped);
+      for (const file of shipped)
+        if (
+          !reached.has(file) &&
+          !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'].includes(file)
+        )
+          unreached.push(`${p.name}/${file}`);
+    }
+    expect(unreached).toEqual([]);
+  });
+
+  it('ship no source map without its sources, and name no map that is not shipped', () => {
+    const broken: string[] = [];
+    for (const p of packed) {
+      const root = join(scratch, 'project', 'node_modules', ...p.name.split('/'));
+      const shipped = new Set(p.files.map((f) => f.path));
+      let maps = 0;
+      for (const file of shipped) {
+        const text = readFileSync(join(root, file), 'utf8');
+        if (file.endsWith('.map')) {
+          maps++;
+          const map = JSON.parse(text) as { sources: string[]; sourceRoot?: string };
+          for (const source of map.sources) {
+            const path = joinPath(file, posix.join(map.sourceRoot ?? '', source));
+            if (!shipped.has(path))
+              broken.push(`${p.name}/${file} maps ${path}, which is not shipped`);
+          }
+        } else if (/\.[cm]?[jt]s$/.test(file)) {
+          for (const m of text.matchAll(/^\/\/# sourceMappingURL=(\S+)$/gm))
+            if (!shipped.has(joinPath(file, m[1] as string)))
+              broken.push(`${p.name}/${file} names ${m[1]}, which is not shipped`);
+        }
+      }
+      // Declaration maps are what make "go to definition" land in the TypeScript source.
+      if (maps === 0) broken.push(`${p.name} ships no declaration map`);
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it("carry the repository's LICENSE and a CHANGELOG with an entry for the packed version", () => {
+    const license = readFileSync(join(repo, 'LICENSE'), 'utf8');
+    for (const p of packed) {
+      const root = join(scratch, 'project', 'node_modules', ...p.name.split('/'));
+      const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+      expect(readFileSync(join(root, 'LICENSE'), 'utf8'), p.name).toBe(license);
+      expect(readFileSync(join(root, 'CHANGELOG.md'), 'utf8'), p.name).toContain(
+        `\n## ${version}\n`,
+      );
+    }
   });
 
   it('the test-file rule catches every kind of test helper a package could ship', () => {

@@ -1,12 +1,13 @@
 // The reference gateway: one Node HTTP server with a `ws` WebSocket endpoint, carrying every
 // Portcullis limit (docs/design.md#limits). This file only puts the parts together and owns start
 // and stop: connect.js (first-frame auth), rpc.js (methods, quotas, sessions), restart.js, hooks.js
-// (webhooks), sockets.js and http.js (the transports), status.js (the live board), metrics.js
-// (GET /metrics) and limits.js (the failure limiters and the limits in words). Everything is in
-// memory, in one process.
+// (webhooks), admin.js (operators' unlock and ban), sockets.js and http.js (the transports),
+// status.js (the live board), metrics.js (GET /metrics) and limits.js (the failure limiters and
+// the limits in words). Everything is in memory, in one process.
 import { once } from 'node:events';
 import { watch } from 'node:fs';
 import { createClientResolver, systemClock, systemTimers } from '@portcullis/core';
+import { createAdmin } from './admin.js';
 import { configHash, loadConfig, parseConfig, runningConfig } from './config.js';
 import { createConnect } from './connect.js';
 import { createHookRoute } from './hooks.js';
@@ -70,11 +71,14 @@ export function createGateway(options) {
       board.changed();
     },
   });
+  // The operator's actions on lockouts, for the admin RPC methods and the /status unlock button.
+  const admin = createAdmin({ limiters, logger, changed: () => board.changed() });
   const rpc = createRpc({
     ...services,
     config,
     scheduler: restarts.scheduler,
     recordRefusal: (entry) => board.record(entry),
+    admin,
   });
   const board = createStatusBoard({
     clock,
@@ -113,6 +117,7 @@ export function createGateway(options) {
     metrics,
     onHook: createHookRoute({ config, limiter: limiters.webhook, trustedProxies, logger, board }),
     wss: sockets.wss,
+    admin,
     resolveClient,
     limiter: limiters.auth,
     browserLimiter: limiters.browser,

@@ -1,11 +1,12 @@
-// The HTTP side: one node:http server whose routes are /status (with /status.json and
-// /status/events), GET /metrics (metrics.js), POST /hooks/<name> (hooks.js), /healthz and /, and
+// The HTTP side: one node:http server whose routes are /status (with /status.json,
+// /status/events and the unlock button's POST /status/unlock), GET /metrics (metrics.js),
+// POST /hooks/<name> (hooks.js), /healthz and /, and
 // whose upgrades on / or /ws go to the WebSocket server (sockets.js). The status endpoints show
 // client IPs and origins, so only a direct loopback client reads them (and /metrics) freely; anyone
 // else needs the shared token, checked under the same lockout as `connect`. The server counts the
 // requests in flight, which a due restart waits for (restart.js). Also the small response writers
 // every route uses.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createAuthGate, isLoopback } from '@portcullis/core';
@@ -14,6 +15,7 @@ import { bearerOutcome } from './secrets.js';
 import { esc, metaText, renderMain } from './status-view.js';
 
 /** @import { ClientResolver, FailureLimiter, HttpAnswer } from '@portcullis/core' */
+/** @import { Admin } from './admin.js' */
 /** @import { IncomingMessage, ServerResponse } from 'node:http' */
 /** @import { WebSocketServer } from 'ws' */
 /** @import { RunningConfig } from './config.js' */
@@ -36,27 +38,33 @@ const STATUS_PAGE = (() => {
 })();
 
 /**
- * The status page with the snapshot drawn in (server-side), under this response's nonce.
+ * The status page with the snapshot drawn in (server-side), under this response's nonce, carrying
+ * the token its unlock buttons post.
  * @param {Snapshot} snapshot
  * @param {string} nonce
+ * @param {string} unlockToken
  */
-export function statusPage(snapshot, nonce) {
+export function statusPage(snapshot, nonce, unlockToken) {
   const fill = /** @type {Record<string, string>} */ ({
     __NONCE__: nonce,
     __NAME__: esc(`“${snapshot.gateway.name}”`),
     __META__: esc(metaText(snapshot)),
     __NOW__: String(snapshot.now),
-    '<!--MAIN-->': renderMain(snapshot),
+    __TOKEN__: esc(unlockToken),
+    '<!--MAIN-->': renderMain(snapshot, unlockToken),
   });
   return STATUS_PAGE.replace(
-    /__NONCE__|__NAME__|__META__|__NOW__|<!--MAIN-->/g,
+    /__NONCE__|__NAME__|__META__|__NOW__|__TOKEN__|<!--MAIN-->/g,
     (k) => fill[k] ?? k,
   );
 }
 
+/** Largest unlock form accepted (a key is at most about 2 KiB; the rest is small). */
+const MAX_UNLOCK_BODY = 8 * 1024;
+
 /** The page's inline script and style run only under this response's nonce. */
 const STATUS_PAGE_CSP = (/** @type {string} */ nonce) =>
-  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+  `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
 
 /**
  * @param {ServerResponse} res
@@ -93,6 +101,33 @@ export function writeAnswer(res, answer) {
 }
 
 /**
+ * The request body as text, or `undefined` when it is longer than `max` bytes (then the rest is
+ * not read and the connection closes after the answer).
+ * @param {IncomingMessage} req
+ * @param {number} max
+ * @returns {Promise<string | undefined>}
+ */
+function readBody(req, max) {
+  return new Promise((resolve, reject) => {
+    /** @type {Buffer[]} */
+    const chunks = [];
+    let size = 0;
+    req.on('data', (/** @type {Buffer} */ chunk) => {
+      size += chunk.length;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
+}
+
+/**
  * The `Host` header names this machine's loopback interface (DNS-rebinding guard for /status).
  * @param {string | undefined} host
  */
@@ -109,6 +144,7 @@ function isLoopbackHost(host) {
  *   metrics: Metrics,
  *   onHook: (req: IncomingMessage, res: ServerResponse, name: string) => void,
  *   wss: WebSocketServer,
+ *   admin: Admin,
  *   resolveClient: ClientResolver,
  *   limiter: FailureLimiter,
  *   browserLimiter: FailureLimiter,
@@ -119,8 +155,13 @@ function isLoopbackHost(host) {
  *   many of its requests are in flight (the live /status/events streams left out: they never end)
  */
 export function createHttpServer(options) {
-  const { config, board, metrics, onHook, wss, resolveClient, trustedProxies, logger } = options;
+  const { config, board, metrics, onHook, wss, admin, resolveClient, trustedProxies, logger } =
+    options;
   let inFlight = 0;
+  // What the status page carries for its unlock buttons: a page of another site cannot read it
+  // (no CORS), so its forged POST lacks it. One per process: any page this process served works.
+  const unlockToken = randomBytes(32).toString('base64url');
+  const unlockDigest = createHash('sha256').update(unlockToken).digest();
   const statusGate = createAuthGate({
     verify: (/** @type {IncomingMessage} */ req) =>
       bearerOutcome(req, config.current().gateway.auth.token),
@@ -182,10 +223,78 @@ export function createHttpServer(options) {
       'Cache-Control': 'no-store',
       'Content-Security-Policy': STATUS_PAGE_CSP(nonce),
       'X-Content-Type-Options': 'nosniff',
-      'Referrer-Policy': 'no-referrer',
+      // Not `no-referrer`: under it Chromium sends `Origin: null` with the unlock form's POST,
+      // which the cross-site check must refuse; `same-origin` still tells other sites nothing.
+      'Referrer-Policy': 'same-origin',
     });
     // The board's snapshot carries the gateway's own sections too (gateway.js `extra`).
-    res.end(statusPage(/** @type {Snapshot} */ (/** @type {unknown} */ (board.snapshot())), nonce));
+    res.end(
+      statusPage(
+        /** @type {Snapshot} */ (/** @type {unknown} */ (board.snapshot())),
+        nonce,
+        unlockToken,
+      ),
+    );
+  }
+
+  /**
+   * Another site's page sent it: its Origin is not the gateway's own, or the browser says so.
+   * @param {IncomingMessage} req
+   */
+  function isCrossSite(req) {
+    const origin = req.headers.origin;
+    const site = req.headers['sec-fetch-site'];
+    return (
+      (origin !== undefined && origin !== `http://${req.headers.host}`) ||
+      (site !== undefined && site !== 'same-origin')
+    );
+  }
+
+  /**
+   * POST /status/unlock, the status page's unlock button: who may read /status, from the page
+   * itself (same origin, the page's token), lifts one lockout. JSON for the page's script, a 303
+   * back to /status for a plain form post.
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   */
+  async function onUnlock(req, res) {
+    if (req.method !== 'POST') return text(res, 405, 'Method Not Allowed', { Allow: 'POST' });
+    if (isCrossSite(req)) return text(res, 403, 'Forbidden: a cross-site request cannot unlock');
+    if (!isDirectLoopback(req)) {
+      const result = await statusGate.run(req, req);
+      if (!result.ok) return writeAnswer(res, result.answer);
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded')
+      return text(res, 415, 'Unsupported Media Type: send application/x-www-form-urlencoded');
+    const body = await readBody(req, MAX_UNLOCK_BODY);
+    if (body === undefined) return text(res, 413, 'Payload Too Large', { Connection: 'close' });
+    const form = new URLSearchParams(body);
+    const token = form.get('token');
+    if (
+      token === null ||
+      !timingSafeEqual(createHash('sha256').update(token).digest(), unlockDigest)
+    )
+      return text(res, 403, 'Forbidden: missing or wrong unlock token (reload /status)');
+    const client = resolveClient(req);
+    let result;
+    try {
+      result = await admin.unlock(
+        {
+          limiter: form.get('limiter') ?? undefined,
+          key: form.get('key') ?? undefined,
+          ...(form.get('scope') !== null && { scope: form.get('scope') }),
+        },
+        { via: 'status', clientIp: client.ip },
+      );
+    } catch (error) {
+      const e = /** @type {{ shape?: { message: string } }} */ (error);
+      if (e.shape === undefined) throw error;
+      return text(res, 400, `Bad Request: ${e.shape.message}`);
+    }
+    if ((req.headers.accept ?? '').includes('application/json')) return json(res, 200, result);
+    res.writeHead(303, { Location: '/status', 'Cache-Control': 'no-store' });
+    res.end();
   }
 
   /**
@@ -213,6 +322,12 @@ export function createHttpServer(options) {
     }
     if (path === '/status' || path === '/status.json' || path === '/status/events')
       return void onStatus(req, res, path);
+    if (path === '/status/unlock')
+      return void onUnlock(req, res).catch((error) => {
+        logger.error({ err: error }, 'unlock failed');
+        if (!res.headersSent) text(res, 500, 'Internal Server Error');
+        else res.destroy();
+      });
     if (path === '/metrics')
       return void onMetrics(req, res).catch((error) => {
         logger.error({ err: error }, 'metrics scrape failed');

@@ -59,6 +59,7 @@ export function statusLimiters(numbers, limiters, quotaStore) {
           const rl = numbers();
           return `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class${rl.exemptLoopback ? '; direct-local loopback exempt' : ''}`;
         },
+        limiter: limiters.auth,
         store: /** @type {MemoryStore} */ (limiters.auth.store),
       },
       {
@@ -68,6 +69,7 @@ export function statusLimiters(numbers, limiters, quotaStore) {
           const rl = numbers();
           return `same numbers, never exempt; from loopback one bucket per Origin, and every page also counts against its site's ${rl.maxAttempts} and all local pages' ${3 * rl.maxAttempts} failures / ${formatMs(rl.windowMs)}`;
         },
+        limiter: limiters.browser,
         store: /** @type {MemoryStore} */ (limiters.browser.store),
         // core's per-site and all-origins budgets around the browser limiter (their own store)
         aggregates: ['auth-browser-site', 'auth-browser-all-origins'],
@@ -76,6 +78,7 @@ export function statusLimiters(numbers, limiters, quotaStore) {
         name: 'webhook',
         title: 'Webhook ingress (POST /hooks/*)',
         rule: `${w.maxAttempts} failures / ${formatMs(w.windowMs)} → ${formatMs(w.lockoutMs)} lockout per client IP; loopback not exempt`,
+        limiter: limiters.webhook,
         store: /** @type {MemoryStore} */ (limiters.webhook.store),
       },
     ],

@@ -1,21 +1,26 @@
 // The RPC methods a connected client may call, and the limits wrapped around them. The handlers
 // sit innermost; around them, from the inside out: the session-creation limit (only new session
 // ids are charged), restart requests routed to core's scheduler, and the per-method control-plane
-// quotas — outermost, so a refused write costs no handler work and every restart request spends a
-// quota slot (docs/design.md#control-plane-quotas, #session-creation, #restart-cooldown). Config changes stay in memory; the file is never written.
+// quotas — so a refused write costs no handler work and every restart request spends a quota slot
+// (docs/design.md#control-plane-quotas, #session-creation, #restart-cooldown) — and outermost the
+// operator check of the admin methods (admin.js), so only an operator's calls spend their quota.
+// Config changes stay in memory; the file is never written.
 import { randomUUID } from 'node:crypto';
 import { createSessionCreationLimiter, presets } from '@portcullis/core';
 import {
+  controlPlaneWriteMethods,
   PortcullisRpcError,
   withMethodQuotas,
   withRestartRequests,
   withSessionCreationLimit,
 } from '@portcullis/rpc';
+import { ADMIN_METHODS, isOperator } from './admin.js';
 import { configHash, mergePatch, parseConfig, redact, restoreSecrets } from './config.js';
 import { invalidRequest, isObject } from './protocol.js';
 import { formatMs } from './status.js';
 
 /** @import { Clock, MemoryStore, PortcullisConfigError, RestartScheduler, Timers } from '@portcullis/core' */
+/** @import { Admin } from './admin.js' */
 /** @import { RunningConfig } from './config.js' */
 /** @import { Connection } from './connect.js' */
 /** @import { JsonLogger } from './logger.js' */
@@ -29,6 +34,7 @@ export const METHODS = Object.freeze([
   'plugins.setEnabled',
   'gateway.restart.request',
   'sessions.create',
+  ...ADMIN_METHODS,
 ]);
 
 /** The method that opens a session (charged by the session-creation limiter unless known). */
@@ -45,10 +51,12 @@ const MAX_SESSIONS = 10_000;
  *   timers: Timers,
  *   logger: JsonLogger,
  *   recordRefusal: (entry: Omit<RefusedEntry, 'seq' | 'at'>) => void,
- * }} options `recordRefusal` puts a refused session on the status board
+ *   admin: Admin,
+ * }} options `recordRefusal` puts a refused session on the status board; `admin` answers the
+ *   `ratelimit.*` methods
  */
 export function createRpc(options) {
-  const { config, scheduler, clock, timers, logger, recordRefusal } = options;
+  const { config, scheduler, clock, timers, logger, recordRefusal, admin } = options;
   const sessionLimiter = createSessionCreationLimiter({ ...presets.sessionCreation, clock });
   /** @type {Map<string, true>} known session ids, oldest first */
   const sessions = new Map();
@@ -79,7 +87,7 @@ export function createRpc(options) {
     reset: () => sessionLimiter.reset(),
   };
 
-  const dispatch = withMethodQuotas(
+  const quotaed = withMethodQuotas(
     withRestartRequests(
       withSessionCreationLimit(handle, {
         methods: [SESSION_METHOD],
@@ -93,6 +101,8 @@ export function createRpc(options) {
     ),
     {
       ...presets.controlPlaneWrites,
+      // The admin methods are control-plane writes too, each with its own bucket.
+      methods: [...controlPlaneWriteMethods, 'ratelimit.*'],
       name: 'control-plane',
       clock,
       timers,
@@ -110,13 +120,36 @@ export function createRpc(options) {
   );
 
   /**
+   * Refuses the admin methods to a connection that is not an operator, before its quota is spent.
+   * @param {string} method
+   * @param {unknown} params
+   * @param {Connection} ctx
+   */
+  function dispatch(method, params, ctx) {
+    if (method.startsWith('ratelimit.') && !isOperator(ctx))
+      return Promise.reject(
+        invalidRequest(
+          `${method} needs an operator: connect with the shared secret or the password (a device token is not enough)`,
+          { code: 'OPERATOR_REQUIRED', method },
+        ),
+      );
+    return quotaed(method, params, ctx);
+  }
+
+  /**
    * The handlers behind the wrappers.
    * @param {string} method
    * @param {unknown} params
-   * @param {Connection} _ctx
+   * @param {Connection} ctx
    */
-  function handle(method, params, _ctx) {
+  function handle(method, params, ctx) {
     switch (method) {
+      case 'ratelimit.lockouts':
+        return admin.lockouts(params);
+      case 'ratelimit.unlock':
+        return admin.unlock(params, operatorOf(ctx));
+      case 'ratelimit.ban':
+        return admin.ban(params, operatorOf(ctx));
       case 'config.get':
         return { config: redact(config.current()), hash: configHash(config.current()) };
       case 'config.patch': {
@@ -174,7 +207,7 @@ export function createRpc(options) {
     /** Dispatches one request: `dispatch(method, params, connection)`. */
     dispatch,
     /** The control-plane quota's store (the status board lists its blocked buckets). */
-    quotaStore: /** @type {MemoryStore} */ (dispatch.limiter.store),
+    quotaStore: /** @type {MemoryStore} */ (quotaed.limiter.store),
     /** The sessions section of the status snapshot. */
     sessionStatus() {
       const s = sessionLimiter.peek();
@@ -188,8 +221,16 @@ export function createRpc(options) {
       };
     },
     /** Stops the quota store's sweep. */
-    close: () => dispatch.close(),
+    close: () => quotaed.close(),
   };
+}
+
+/**
+ * Who called an admin method, for its log line.
+ * @param {Connection} ctx
+ */
+function operatorOf(ctx) {
+  return { via: 'rpc', connId: ctx.connId, deviceId: ctx.deviceId, clientIp: ctx.clientIp };
 }
 
 /**

@@ -95,17 +95,28 @@ function heading(title, count) {
   return `<h3>${esc(title)}<span class="count${count > 0 ? ' hot' : ''}">${num(count)}</span></h3>`;
 }
 
-/** @param {any} l @param {number} now */
-function lockoutCard(l, now) {
+/**
+ * The unlock button of one lockout: a form posting to /status/unlock (it works without JavaScript;
+ * the page's script sends it with fetch and stays live). `token` is the page's unlock token.
+ * @param {string} limiter @param {any} a @param {string} token
+ */
+function unlockForm(limiter, a, token) {
+  const field = (/** @type {string} */ name, /** @type {unknown} */ value) =>
+    `<input type="hidden" name="${name}" value="${esc(value)}">`;
+  return `<form class="unlock" method="post" action="/status/unlock">${field('token', token)}${field('limiter', limiter)}${field('scope', a.scope)}${field('key', a.key)}<button type="submit" title="lift this lockout now">unlock</button></form>`;
+}
+
+/** @param {any} l @param {number} now @param {string | undefined} token */
+function lockoutCard(l, now, token) {
   const rows = l.active.map(
     (/** @type {any} */ a) =>
-      `<tr data-limiter="${esc(l.limiter)}" data-scope="${esc(a.scope)}" data-key="${esc(a.key)}"><td class="nowrap">${esc(a.scope)}</td><td class="key">${keyHtml(a.key)}</td>${countdown('td', now + a.untilMs, now)}</tr>`,
+      `<tr data-limiter="${esc(l.limiter)}" data-scope="${esc(a.scope)}" data-key="${esc(a.key)}" data-layer="${esc(a.layer)}"><td class="nowrap">${esc(a.scope)}${a.layer === 'ban' ? ' <span class="tag ban" title="set by an operator">ban</span>' : ''}</td><td class="key">${keyHtml(a.key)}</td>${countdown('td', now + a.untilMs, now)}<td class="act">${a.unlock && token !== undefined ? unlockForm(l.limiter, a, token) : ''}</td></tr>`,
   );
   const more =
     l.activeCount > l.active.length
       ? `<div class="none">… and ${num(l.activeCount - l.active.length)} more</div>`
       : '';
-  return `<section class="card" data-limiter="${esc(l.limiter)}">${heading(l.title, l.activeCount)}<div class="rule">${esc(l.rule)}</div>${meter(l.size, l.maxEntries, 'buckets in use')}${table(['scope', 'key', 'time left'], rows)}${more}</section>`;
+  return `<section class="card" data-limiter="${esc(l.limiter)}">${heading(l.title, l.activeCount)}<div class="rule">${esc(l.rule)}</div>${meter(l.size, l.maxEntries, 'buckets in use')}${table(['scope', 'key', 'time left', ''], rows)}${more}</section>`;
 }
 
 /** @param {any} q @param {number} now */
@@ -225,14 +236,15 @@ function metaText(s) {
 /**
  * Everything in <main> but the footer, as HTML.
  * @param {Snapshot} s
+ * @param {string} [unlockToken] the page's unlock token: lockout rows get an unlock button
  */
-function renderMain(s) {
+function renderMain(s, unlockToken) {
   const now = s.now;
   return [
     '<h2>Decisions per second, last 5 minutes <span class="legend"><i class="allowed"></i>allowed <i class="refused"></i>refused <i class="lockout"></i>lockout started</span></h2>',
     `<div class="card rates" id="rates">${rateChart(s.rates)}</div>`,
     '<h2>Active lockouts</h2>',
-    `<div class="grid" id="lockouts">${s.lockouts.map((l) => lockoutCard(l, now)).join('')}</div>`,
+    `<div class="grid" id="lockouts">${s.lockouts.map((l) => lockoutCard(l, now, unlockToken)).join('')}</div>`,
     '<h2>Control-plane quotas, session creation, restart</h2>',
     `<div class="grid" id="quotas">${s.quotas.map((q) => quotaCard(q, now)).join('')}${sessionCard(s.sessions, now)}${restartCard(s.restart, now)}</div>`,
     `<h2>Last refused decisions <span class="count" id="refused-count">${num(s.refused.length)}</span></h2>`,

@@ -1,11 +1,11 @@
 // The status board behind /status, /status.json and /status/events: active lockouts per limiter
-// with time left (MemoryStore#protectedKeys), buckets in use against their caps, the last 50
+// with time left and whether an operator set them (FailureLimiter#lockouts), buckets in use against their caps, the last 50
 // refused decisions (from core's diagnostics channels and the gateway's own refusals), and the
 // decisions per second of each limiter over the last 5 minutes: allowed (counted by the parts of
 // the gateway that let a request through), refused and lockouts started (the refusals above).
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 
-/** @import { Clock, MemoryStore, PortcullisEvent, Timers } from '@portcullis/core' */
+/** @import { Clock, FailureLimiter, LockoutInfo, MemoryStore, PortcullisEvent, Timers } from '@portcullis/core' */
 /** @import { ServerResponse } from 'node:http' */
 
 /** How many refused decisions the board remembers. */
@@ -48,6 +48,7 @@ const RATE_TITLES = /** @type {Record<string, string>} */ ({
  * @property {string} name
  * @property {string} title
  * @property {string} rule
+ * @property {FailureLimiter} limiter its lockouts are listed, and an operator can lift them
  * @property {MemoryStore} store
  * @property {string[]} [aggregates] limiters core builds around this one whose stores the board
  *   cannot read (the browser limiter's per-site and all-origins budgets): their lockouts are
@@ -233,16 +234,30 @@ export function createStatusBoard(options) {
 
   function snapshot() {
     const lockouts = failureLimiters.map((l) => {
-      const active = protectedOf(l.store).map(({ key, untilMs }) => {
-        // A failure limiter with its own store keys `scope:subject`.
-        const colon = key.indexOf(':');
-        return { scope: key.slice(0, colon), key: key.slice(colon + 1), untilMs };
-      });
+      // A memory store answers at once; its bound (maxEntries) bounds the listing too.
+      const listed = /** @type {LockoutInfo[]} */ (
+        l.limiter.lockouts({ limit: Math.min(l.store.maxEntries, 100_000) })
+      );
+      /** @type {Array<{ scope: string, key: string, untilMs: number, layer: string, unlock: boolean }>} */
+      const active = listed.map((x) => ({
+        scope: x.scope,
+        key: x.key,
+        untilMs: x.retryAfterMs,
+        layer: x.layer,
+        unlock: true,
+      }));
       const now = clock.now();
+      // Lifted only by their own end (admin.js reaches the gateway's limiters, not these).
       for (const [id, a] of aggregateLockouts) {
         if (a.until <= now) aggregateLockouts.delete(id);
         else if (a.row === l.name)
-          active.push({ scope: a.scope, key: a.key, untilMs: a.until - now });
+          active.push({
+            scope: a.scope,
+            key: a.key,
+            untilMs: a.until - now,
+            layer: 'client',
+            unlock: false,
+          });
       }
       active.sort((a, b) => b.untilMs - a.untilMs || (a.key < b.key ? -1 : 1));
       return {

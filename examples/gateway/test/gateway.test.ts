@@ -124,6 +124,9 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
           'plugins.setEnabled',
           'gateway.restart.request',
           'sessions.create',
+          'ratelimit.lockouts',
+          'ratelimit.unlock',
+          'ratelimit.ban',
         ],
       },
     });
@@ -194,7 +197,13 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
     open.push(other.client);
     expect(other.frame.payload.auth).toEqual({ scope: 'shared-secret', exempt: false });
     expect(g.gateway.status().lockouts[0]?.active).toEqual([
-      { scope: 'shared-secret', key: '203.0.113.9', untilMs: 300_000 },
+      {
+        scope: 'shared-secret',
+        key: '203.0.113.9',
+        untilMs: 300_000,
+        layer: 'client',
+        unlock: true,
+      },
     ]);
   });
 
@@ -498,8 +507,21 @@ describe('status endpoints', () => {
       maxEntries: 10_000,
       activeCount: 2,
       active: [
-        { scope: 'shared-secret', key: `browser-origin:${EVIL}`, untilMs: 299_000 },
-        { scope: 'shared-secret', key: 'browser-site:localhost', untilMs: 299_000 },
+        {
+          scope: 'shared-secret',
+          key: `browser-origin:${EVIL}`,
+          untilMs: 299_000,
+          layer: 'client',
+          unlock: true,
+        },
+        // The site budget's lockout: core's, which no unlock reaches (it ends on its own).
+        {
+          scope: 'shared-secret',
+          key: 'browser-site:localhost',
+          untilMs: 299_000,
+          layer: 'client',
+          unlock: false,
+        },
       ],
     });
     expect(s.refused).toEqual([
@@ -593,10 +615,18 @@ describe('status endpoints', () => {
     const page = await request(`${g.url}/status`);
     const html = page.body;
     expect(html).toContain('<span id="name">“test-gateway”</span>');
-    expect(html).toContain(`<main id="board" data-now="1001000">`);
-    // The lockout row, its key wrapping only after separators, its time left counting down.
+    const token = /<main id="board" data-now="1001000" data-unlock-token="([\w-]{43})">/.exec(
+      html,
+    )?.[1];
+    expect(token).toBeDefined();
+    // The lockout row, its key wrapping only after separators, its time left counting down, and
+    // its unlock button (a form carrying the page's token).
     expect(html).toContain(
-      `<tr data-limiter="auth-browser" data-scope="shared-secret" data-key="browser-origin:${EVIL}"><td class="nowrap">shared-secret</td><td class="key">browser-<wbr>origin:<wbr>http://<wbr>evil.<wbr>localhost:<wbr>5173</td><td class="left" data-until="1300000" data-over="0:00">4:59</td></tr>`,
+      `<tr data-limiter="auth-browser" data-scope="shared-secret" data-key="browser-origin:${EVIL}" data-layer="client"><td class="nowrap">shared-secret</td><td class="key">browser-<wbr>origin:<wbr>http://<wbr>evil.<wbr>localhost:<wbr>5173</td><td class="left" data-until="1300000" data-over="0:00">4:59</td><td class="act"><form class="unlock" method="post" action="/status/unlock"><input type="hidden" name="token" value="${token}"><input type="hidden" name="limiter" value="auth-browser"><input type="hidden" name="scope" value="shared-secret"><input type="hidden" name="key" value="browser-origin:${EVIL}"><button type="submit" title="lift this lockout now">unlock</button></form></td></tr>`,
+    );
+    // The site budget's row has no button.
+    expect(html).toContain(
+      '<td class="left" data-until="1300000" data-over="0:00">4:59</td><td class="act"></td></tr>',
     );
     // The refusal, with the time left of the wait it was told, not the wait itself.
     expect(html).toMatch(

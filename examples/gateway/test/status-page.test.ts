@@ -1,12 +1,16 @@
 // The status page in headless Chromium: it arrives with its data drawn in (no script needed), then
 // updates live over Server-Sent Events; times left count down between updates; keys wrap only
-// between words; and the chart shows the demo's refusals as they happen. The last test saves a
+// between words; an unlock button lifts a lockout (and another site's page cannot press it); and
+// the chart shows the demo's refusals as they happen. The last test saves a
 // screenshot to examples/gateway/test-results/status.png.
 //
 // The gateway of the first tests runs on a manual clock, so the page's own clock is paused too
 // (Playwright's page.clock): what the page shows is exactly what the gateway said, until a test
 // moves the page's clock on purpose.
+import { once } from 'node:events';
 import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -112,6 +116,7 @@ describe('/status without JavaScript', () => {
         'shared-secret',
         `browser-origin:${EVIL}`,
         '4:58',
+        'unlock',
       ]);
       const chart = page.locator('.rate-row[data-limiter="auth-browser"]');
       // The page's lockout and its site's (every *.localhost page is the site localhost).
@@ -151,12 +156,13 @@ describe('/status in Chromium, on a manual clock', () => {
       'shared-secret',
       `browser-origin:${EVIL}`,
       '5:00',
+      'unlock',
     ]);
     // The page's lockout, and its site's: another *.localhost page would be refused too.
     await expect(browserCard.locator('h3 .count').textContent()).resolves.toBe('2');
     await expect(
       browserCard.locator('tr[data-key="browser-site:localhost"] td').allTextContents(),
-    ).resolves.toEqual(['shared-secret', 'browser-site:localhost', '5:00']);
+    ).resolves.toEqual(['shared-secret', 'browser-site:localhost', '5:00', '']);
     await expect(
       page
         .locator('#refused tbody tr[data-event="lockout"]')
@@ -241,6 +247,116 @@ describe('/status in Chromium, on a manual clock', () => {
       "[...document.querySelectorAll('td.key')].filter((cell) => cell.getBoundingClientRect().height > 30).length",
     );
     expect(wrapped).toBeGreaterThan(0); // the narrow window did make keys wrap (between words)
+  });
+});
+
+describe('/status unlock button in Chromium', () => {
+  // The client to lock out is a loopback peer sending forwarding headers: keyed 127.0.0.1, not
+  // the direct-local CLI, so not exempt; the page itself is the operator's direct-local browser.
+  const relayed = { 'x-forwarded-for': '203.0.113.9' };
+  const relayedLogsIn = async (g: Harness) => {
+    const r = await connect(g.wsUrl, { headers: relayed, auth: { token: TOKEN } });
+    r.client.close();
+    return r.frame.ok === true;
+  };
+  async function lockOutRelayed(g: Harness): Promise<void> {
+    for (let i = 0; i < 10; i++)
+      await connect(g.wsUrl, { headers: relayed, auth: { token: `guess-${i}` } });
+    expect(await relayedLogsIn(g)).toBe(false);
+  }
+
+  it('click: the row disappears and the client logs in again', { timeout: 60_000 }, async () => {
+    const g = await startGateway();
+    try {
+      await lockOutRelayed(g);
+      const page = await openStatus(g);
+      const row = page.locator('section.card[data-limiter="auth"] tr[data-key="127.0.0.1"]');
+      await expect(row.locator('td').allTextContents()).resolves.toEqual([
+        'shared-secret',
+        '127.0.0.1',
+        '5:00',
+        'unlock',
+      ]);
+      await row.locator('button', { hasText: 'unlock' }).click();
+      await row.waitFor({ state: 'detached', timeout: 10_000 });
+      // Still live, and the card says so once the next update arrives.
+      await page
+        .locator('section.card[data-limiter="auth"] .none', { hasText: 'none' })
+        .waitFor({ timeout: 10_000 });
+      await expect(page.locator('#live').textContent()).resolves.toBe('live');
+      expect(await relayedLogsIn(g)).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await closePages();
+      await g.close();
+    }
+  });
+
+  it('without JavaScript the button posts the form and comes back to /status without the row', {
+    timeout: 60_000,
+  }, async () => {
+    const g = await startGateway();
+    try {
+      await lockOutRelayed(g);
+      const page = await newPage(1280, false);
+      await page.goto(`${g.url}/status`);
+      const row = 'section.card[data-limiter="auth"] tr[data-key="127.0.0.1"]';
+      const [posted, back] = await Promise.all([
+        page.waitForResponse(`${g.url}/status/unlock`),
+        page.waitForResponse(
+          (r) => r.url() === `${g.url}/status` && r.request().method() === 'GET',
+        ),
+        page.locator(`${row} button`).click(),
+      ]);
+      expect([posted.status(), await posted.headerValue('location')]).toEqual([303, '/status']);
+      expect(back.status()).toBe(200);
+      await page.waitForLoadState('load');
+      await expect(page.locator(row).count()).resolves.toBe(0);
+      expect(await relayedLogsIn(g)).toBe(true);
+    } finally {
+      await closePages();
+      await g.close();
+    }
+  });
+
+  it('refuses the same form posted from another site’s page, even with the right token', {
+    timeout: 60_000,
+  }, async () => {
+    const g = await startGateway();
+    const evil = createServer();
+    try {
+      await lockOutRelayed(g);
+      const status = await request(`${g.url}/status`);
+      const token = /data-unlock-token="([\w-]+)"/.exec(status.body)?.[1] ?? 'none';
+      const fields = { token, limiter: 'auth', scope: 'shared-secret', key: '127.0.0.1' };
+      const inputs = Object.entries(fields)
+        .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
+        .join('');
+      evil.on('request', (_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'text/html' });
+        res.end(
+          `<form method="post" action="${g.url}/status/unlock">${inputs}<button>win a prize</button></form>`,
+        );
+      });
+      evil.listen(0, '127.0.0.1');
+      await once(evil, 'listening');
+      const port = (evil.address() as AddressInfo).port;
+      const page = await newPage(1280, false);
+      await page.goto(`http://evil.localhost:${port}/`);
+      const [answer] = await Promise.all([
+        page.waitForResponse(`${g.url}/status/unlock`),
+        page.locator('button').click(),
+      ]);
+      expect([answer.status(), await answer.text()]).toEqual([
+        403,
+        'Forbidden: a cross-site request cannot unlock',
+      ]);
+      expect(await relayedLogsIn(g)).toBe(false);
+    } finally {
+      await closePages();
+      evil.close();
+      await g.close();
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 // The page's drawing functions (status-view.js): whatever a client put in a key, a scope or a
-// reason comes out as text, never markup; keys wrap only after their separators.
+// reason comes out as text, never markup; keys wrap only after their separators; a ban is tagged.
 import { describe, expect, it } from 'vitest';
 import { clockText, esc, renderMain } from '../src/status-view.js';
 
@@ -25,7 +25,7 @@ function snapshot(key: string) {
         size: 1,
         maxEntries: 2,
         activeCount: 1,
-        active: [{ scope: HOSTILE, key, untilMs: 61_000 }],
+        active: [{ scope: HOSTILE, key, untilMs: 61_000, layer: HOSTILE, unlock: true }],
       },
     ],
     quotas: [],
@@ -59,7 +59,9 @@ function snapshot(key: string) {
 
 describe('status-view', () => {
   it('escapes everything a client could have written', () => {
-    const html = renderMain(snapshot(HOSTILE) as never);
+    // The unlock token too: the page reads it back from an attribute the server wrote.
+    const html = renderMain(snapshot(HOSTILE) as never, HOSTILE);
+    expect(html).toContain('<form class="unlock"');
     expect(html).not.toContain('<img');
     expect(html).not.toContain('<script');
     // Every copy of it is the escaped one.
@@ -82,5 +84,19 @@ describe('status-view', () => {
       '5:00',
     ]);
     expect(esc(`<&>"'`)).toBe('&lt;&amp;&gt;&quot;&#39;');
+  });
+
+  it('tags a ban and draws no unlock button without a token or for a row no unlock reaches', () => {
+    const s = snapshot('203.0.113.7');
+    const row = s.lockouts[0]?.active[0] as { layer: string; unlock: boolean };
+    row.layer = 'ban';
+    expect(renderMain(s as never, 'tok')).toContain(
+      `<td class="nowrap">${esc(HOSTILE)} <span class="tag ban" title="set by an operator">ban</span></td>`,
+    );
+    expect(renderMain(s as never)).toContain('data-over="0:00">1:01</td><td class="act"></td>');
+    row.unlock = false;
+    expect(renderMain(s as never, 'tok')).toContain(
+      'data-over="0:00">1:01</td><td class="act"></td>',
+    );
   });
 });

@@ -38,6 +38,8 @@ export function sharedFields(name) {
     bugs: { url: `${REPOSITORY}/issues` },
     engines: ENGINES,
     files: FILES,
+    // Scoped packages publish as restricted (paid, private) unless told otherwise.
+    publishConfig: { access: 'public' },
   };
 }
 
@@ -57,6 +59,7 @@ function apply(manifest, name) {
   for (const [key, value] of Object.entries(manifest)) if (!(key in out)) out[key] = value;
   out.engines = shared.engines;
   out.files = shared.files;
+  out.publishConfig = shared.publishConfig;
   out.scripts = { ...SHARED_SCRIPTS, ...manifest.scripts };
   return out;
 }

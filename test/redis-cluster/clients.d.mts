@@ -3,6 +3,10 @@ export interface StoreClient {
   readonly name: string;
   sendCommand(args: string[], key: string | undefined): Promise<unknown>;
   getBuffer(key: string): Promise<Buffer | null>;
+  /** A `subscribe` for RedisStore on a connection of its own (not for node-redis). */
+  subscribe?: (channel: string, onMessage: (message: string) => void) => () => void;
+  /** Calls `listener` when the client reconnects or follows a failover. */
+  onReconnect(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -10,9 +10,45 @@ import { createCluster, RESP_TYPES } from 'redis';
  *   name: string,
  *   sendCommand: (args: string[], key: string | undefined) => Promise<unknown>,
  *   getBuffer(key: string): Promise<Buffer | null>,
+ *   subscribe?: (channel: string, onMessage: (message: string) => void) => () => void,
+ *   onReconnect(listener: () => void): void,
  *   close(): Promise<void>,
  * }} StoreClient
  */
+
+/**
+ * ioredis `Cluster` sends a command without a key (`WAIT`) to a random node. RedisStore names the
+ * key whose write a `WAIT` waits for: a pipeline holding a command on that key goes to the key's
+ * primary, on the connection that sent the write.
+ * @param {import('ioredis').Cluster} cluster @param {string[]} args @param {string} key
+ */
+async function waitOn(cluster, args, key) {
+  const results = await cluster
+    .pipeline()
+    .call('WAIT', /** @type {string} */ (args[1]), /** @type {string} */ (args[2]))
+    .pttl(key)
+    .exec();
+  const [error, reached] = /** @type {[Error | null, unknown][]} */ (results)[0] ?? [null, null];
+  if (error) throw error;
+  return reached;
+}
+
+/**
+ * A subscriber connection of its own for RedisStore's `subscribe` (packages/redis/README.md).
+ * @param {import('ioredis').Redis | import('ioredis').Cluster} client
+ * @returns {(channel: string, onMessage: (message: string) => void) => () => void}
+ */
+function subscriberOf(client) {
+  return (channel, onMessage) => {
+    const sub = client.duplicate();
+    sub.on('error', () => {});
+    sub.on('message', (/** @type {string} */ ch, /** @type {string} */ message) => {
+      if (ch === channel) onMessage(message);
+    });
+    sub.subscribe(channel).catch(() => {});
+    return () => sub.disconnect();
+  };
+}
 
 /** @param {Promise<unknown>} promise @param {number} ms @param {string} what */
 function withTimeout(promise, ms, what) {
@@ -47,11 +83,20 @@ export async function connectCluster(kind, seeds) {
     await withTimeout(cluster.connect(), 10_000, 'node-redis cluster');
     return {
       name: 'node-redis',
-      sendCommand: (args, key) => cluster.sendCommand(key, false, args),
+      // node-redis sends WAIT to every primary (its command tips: all_shards, agg_min); the store's
+      // WAIT is for one key's write, on that key's primary.
+      sendCommand: (args, key) =>
+        args[0] === 'WAIT' && key !== undefined
+          ? cluster.getNodeClientForKey(key).then((node) => node.sendCommand(args))
+          : cluster.sendCommand(key, false, args),
       getBuffer: async (key) =>
         /** @type {Buffer | null} */ (
           await cluster.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }).get(key)
         ),
+      // A node's client ready again (reconnected, or a node found after a failover).
+      onReconnect: (listener) => {
+        cluster.on('node-ready', listener);
+      },
       close: async () => {
         cluster.destroy();
       },
@@ -66,8 +111,17 @@ export async function connectCluster(kind, seeds) {
   await withTimeout(cluster.connect(), 10_000, 'ioredis cluster');
   return {
     name: 'ioredis',
-    sendCommand: (args) => cluster.call(/** @type {string} */ (args[0]), ...args.slice(1)),
+    sendCommand: (args, key) =>
+      args[0] === 'WAIT' && key !== undefined
+        ? waitOn(cluster, args, key)
+        : cluster.call(/** @type {string} */ (args[0]), ...args.slice(1)),
     getBuffer: (key) => cluster.getBuffer(key),
+    subscribe: subscriberOf(cluster),
+    // A node left the pool (its primary may be failing over): the store's write-backs then go out,
+    // and come back through its outage probe until the promoted replica takes them.
+    onReconnect: (listener) => {
+      cluster.on('-node', listener);
+    },
     close: async () => {
       cluster.disconnect();
     },
@@ -95,6 +149,11 @@ export async function connectSentinel(sentinels, name) {
     name: 'ioredis (sentinels)',
     sendCommand: (args) => redis.call(/** @type {string} */ (args[0]), ...args.slice(1)),
     getBuffer: (key) => redis.getBuffer(key),
+    subscribe: subscriberOf(redis),
+    // Connected again, to the primary the sentinels name now.
+    onReconnect: (listener) => {
+      redis.on('ready', listener);
+    },
     close: async () => {
       redis.disconnect();
     },

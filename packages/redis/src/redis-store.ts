@@ -488,6 +488,10 @@ export class RedisStore implements Store {
   #subscribed = false;
   /** When each recent write-back was sent (see {@link RedisStore.#resetAfterWriteBack}). */
   readonly #writtenBack = new Map<string, number>();
+  /** The timers given as an option, else undefined (the system's, each timer unref()ed). */
+  readonly #ownTimers: Timers | undefined;
+  /** While write-backs wait for Redis to come back: the timer that probes for it. */
+  #retrying: TimerHandle | undefined;
   /** `durability`, resolved (undefined: off). */
   readonly #durability: Durability | undefined;
   /** While `WAIT`s reach fewer replicas than asked: lockout starts not confirmed so far. */
@@ -510,6 +514,7 @@ export class RedisStore implements Store {
     this.#scriptClock = o.clock;
     this.#clock = o.clock ?? systemClock;
     this.#timers = o.timers ?? callTimers;
+    this.#ownTimers = o.timers;
     try {
       this.#local = new MemoryStore({
         ...(o.clock !== undefined && { clock: o.clock }),
@@ -1092,6 +1097,10 @@ export class RedisStore implements Store {
   /** Stops the fallback store's sweep timer. The Redis client is yours: close it yourself. */
   close(): void {
     this.#closed = true;
+    if (this.#retrying !== undefined) {
+      (this.#ownTimers ?? callTimers).clearTimeout(this.#retrying);
+      this.#retrying = undefined;
+    }
     this.#local.close();
     this.#seen.clear();
     this.#writtenBack.clear();
@@ -1313,8 +1322,42 @@ export class RedisStore implements Store {
         void this.#index(key, reply[2], reply[4] === 3);
         if (this.#seen.get(key) === seen) seen.pending = false;
       },
-      (error: unknown) => this.#fail(error),
+      (error: unknown) => {
+        this.#fail(error);
+        this.#keepWritingBack();
+      },
     );
+  }
+
+  /**
+   * A write-back failed: Redis is probed every `probeIntervalMs` until it answers (the probe's
+   * success writes back what is pending), even when no decision comes to start the probe (an
+   * idle process whose client reported a failover). The timer is unref()ed and stops once nothing
+   * is pending or Redis answered.
+   */
+  #keepWritingBack(): void {
+    if (this.#retrying !== undefined || this.#closed) return;
+    const run = () => {
+      this.#retrying = undefined;
+      if (this.#closed || !this.#down) return;
+      let pending = false;
+      const now = this.#clock.now();
+      for (const [key, seen] of this.#seen)
+        if (seen.pending && this.#seenLeft(key, seen.rule, now) > 0) {
+          pending = true;
+          break;
+        }
+      if (!pending) return;
+      this.#available();
+      this.#keepWritingBack();
+    };
+    if (this.#ownTimers !== undefined) {
+      this.#retrying = this.#ownTimers.setTimeout(run, this.#probeMs);
+    } else {
+      const timer = setTimeout(run, this.#probeMs);
+      timer.unref();
+      this.#retrying = timer;
+    }
   }
 
   /**

@@ -79,7 +79,8 @@ export function openClient(url, options = {}) {
       ws.send(JSON.stringify(frame), (error) => {
         if (error) reject(error);
       });
-      closed.then(({ code, reason }) =>
+      // `closed` never rejects: this only turns a close into this request's rejection.
+      void closed.then(({ code, reason }) =>
         reject(new Error(`socket closed (${code} ${reason}) before an answer`)),
       );
     });

@@ -162,7 +162,13 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     process.exitCode = code;
   } else {
     const stop = () => {
-      gateway.close().then(() => process.exit(0));
+      gateway.close().then(
+        () => process.exit(0),
+        (error) => {
+          console.error('gateway: closing failed', error);
+          process.exit(1);
+        },
+      );
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

@@ -31,8 +31,8 @@ describe('config reload', () => {
     const { gateway } = harness;
     const auth = gateway.connectAuth;
     const hashBefore = gateway.status().gateway.configHash;
-    for (let i = 0; i < 3; i++) auth.attempt(remote, 'invalid');
-    for (let i = 0; i < 10; i++) auth.attempt(browser, 'invalid');
+    for (let i = 0; i < 3; i++) await auth.attempt(remote, 'invalid');
+    for (let i = 0; i < 10; i++) await auth.attempt(browser, 'invalid');
     expect(gateway.reload('test')).toBe(false); // unchanged file: nothing to do
 
     writeFileSync(

@@ -68,7 +68,10 @@ for (let i = 0; i < count; i++) {
   worker.on('exit', (code, signal) => {
     if (stopping) return;
     console.error(`worker ${worker.id} exited (${signal ?? code}); stopping the gateway`);
-    stop(1);
+    stop(1).catch((error) => {
+      console.error('gateway: stopping the workers failed', error);
+      process.exit(1);
+    });
   });
 }
 const [port] = await Promise.all(listening);

@@ -28,6 +28,15 @@ type Op =
   | { t: 'advance'; ms: number }
   | { t: 'reset'; key: string };
 
+/**
+ * The value of a memory-store call, which answers synchronously (the models below run inside
+ * fast-check's synchronous properties); a promise here is a change the test must report.
+ */
+function settled<T>(value: T | Promise<T>): T {
+  if (value instanceof Promise) throw new Error('the memory store answered with a promise');
+  return value;
+}
+
 /** Clock steps biased towards the boundaries that matter (exact window and lockout lengths). */
 const step = (max: number) =>
   fc.oneof(
@@ -153,7 +162,7 @@ function runWindow(
       continue;
     }
     if (op.t === 'reset') {
-      limiter.reset(op.key);
+      settled(limiter.reset(op.key));
       delete touched[op.key];
       logs[op.key] = [];
       anchors[op.key] = {};
@@ -170,7 +179,7 @@ function runWindow(
       const before = limiter.peek(op.key) as Decision;
       const at = op.aim ? calls[op.key]?.[op.aim.n] : undefined;
       const ago = op.aim && at !== undefined ? Math.max(0, now - at + op.aim.delta) : op.ago;
-      limiter.refund(op.key, op.cost, ago);
+      settled(limiter.refund(op.key, op.cost, ago));
       const after = limiter.peek(op.key) as Decision;
       // A refund only ever gives back, and never beyond the limit.
       expect(after.remaining).toBeGreaterThanOrEqual(before.remaining);
@@ -265,7 +274,7 @@ function runLive(limit: number, ops: LiveOp[]): void {
       });
     }
   }
-  limiter.close();
+  settled(limiter.close());
 }
 
 describe('a live reconfigure against the model', () => {
@@ -323,7 +332,7 @@ describe('algorithms against reference models', () => {
     );
   });
 
-  it('a refund of no count is refused as consume refuses it; a bad agoMs counts as just spent', () => {
+  it('a refund of no count is refused as consume refuses it; a bad agoMs counts as just spent', async () => {
     const clock = manualClock(0);
     const limiter = createWindowLimiter({ limit: 2, clock, timers: clock });
     limiter.consume('k', 2);
@@ -333,8 +342,8 @@ describe('algorithms against reference models', () => {
       );
     }
     expect((limiter.peek('k') as Decision).remaining).toBe(0);
-    limiter.refund('k', 1, Number.NaN);
-    limiter.refund('k', 1, -5);
+    await limiter.refund('k', 1, Number.NaN);
+    await limiter.refund('k', 1, -5);
     expect((limiter.peek('k') as Decision).remaining).toBe(2);
   });
 

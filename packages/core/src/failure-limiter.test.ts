@@ -263,7 +263,7 @@ describe('createFailureLimiter (gateway defaults: 10 / 60 s → 300 s)', () => {
 });
 
 describe('createFailureLimiter: dry run and overflow warnings', () => {
-  it('exempt decisions of a dry-run limiter are flagged too', () => {
+  it('exempt decisions of a dry-run limiter are flagged too', async () => {
     const l = createFailureLimiter({ dryRun: true });
     expect(l.check('127.0.0.1')).toEqual({
       allowed: true,
@@ -275,7 +275,7 @@ describe('createFailureLimiter: dry run and overflow warnings', () => {
       key: '127.0.0.1',
       dryRun: true,
     });
-    l.close();
+    await l.close();
   });
 
   it('warns once per episode of a table full of lockouts', () => {
@@ -304,7 +304,7 @@ describe('createFailureLimiter: dry run and overflow warnings', () => {
     ).toHaveLength(2);
   });
 
-  it('alternating a new client and a locked one does not flood the log: one PORTCULLIS_OVERFLOW per episode', () => {
+  it('alternating a new client and a locked one does not flood the log: one PORTCULLIS_OVERFLOW per episode', async () => {
     const clock = manualClock(0);
     const warn = vi.fn();
     const l = createFailureLimiter({
@@ -333,14 +333,14 @@ describe('createFailureLimiter: dry run and overflow warnings', () => {
     expect(l.check('10.3.0.1').reason).toBe('locked');
     expect(l.check('10.3.0.10').reason).toBe('overflow');
     expect(overflows()).toHaveLength(2);
-    l.close();
+    await l.close();
   });
 });
 
 describe('createFailureLimiter: lockouts() and ban()', () => {
   const T0 = 1_700_000_000_000;
 
-  it('lists the lockouts in force, soonest end first, by scope, with their layer', () => {
+  it('lists the lockouts in force, soonest end first, by scope, with their layer', async () => {
     const clock = manualClock(T0);
     const l = createFailureLimiter({ maxAttempts: 2, clock, timers: clock });
     for (let i = 0; i < 2; i++) l.recordFailure('203.0.113.1', 'shared-secret');
@@ -392,10 +392,10 @@ describe('createFailureLimiter: lockouts() and ban()', () => {
     expect(l.check('203.0.113.1', 'shared-secret')).toMatchObject({ allowed: true, remaining: 2 });
     clock.advance(60_000);
     expect(l.lockouts().map((x) => x.key)).toEqual(['2001:db8::/64']);
-    l.close();
+    await l.close();
   });
 
-  it('a ban refuses like a lockout, lasts its own ms past lockoutMs, and never shortens one in force', () => {
+  it('a ban refuses like a lockout, lasts its own ms past lockoutMs, and never shortens one in force', async () => {
     const clock = manualClock(T0);
     const l = createFailureLimiter({ maxAttempts: 2, lockoutMs: 60_000, clock, timers: clock });
     l.ban('203.0.113.5', { ms: 3_600_000 });
@@ -424,10 +424,10 @@ describe('createFailureLimiter: lockouts() and ban()', () => {
     expect(l.lockouts().find((x) => x.key === '203.0.113.6')?.layer).toBe('ban');
     clock.advance(120_000);
     expect(l.check('203.0.113.6')).toMatchObject({ allowed: true, remaining: 2 });
-    l.close();
+    await l.close();
   });
 
-  it('a loopback-exempt subject stays exempt; bad options are config errors', () => {
+  it('a loopback-exempt subject stays exempt; bad options are config errors', async () => {
     const clock = manualClock(T0);
     const l = createFailureLimiter({ clock, timers: clock });
     expect(l.ban('127.0.0.1', { ms: 1000 })).toMatchObject({ allowed: true, reason: 'exempt' });
@@ -446,6 +446,6 @@ describe('createFailureLimiter: lockouts() and ban()', () => {
     expect(() => l.lockouts({ limit: 0 })).toThrow(
       expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMIT' }),
     );
-    l.close();
+    await l.close();
   });
 });

@@ -79,7 +79,7 @@ describe('policy names are valid RFC 9651 strings', () => {
     );
   });
 
-  it('keeps every name that was valid byte-identical: spaces, punctuation and the empty string', () => {
+  it('keeps every name that was valid byte-identical: spaces, punctuation and the empty string', async () => {
     expect(rateLimitHeaders(allowed, { windowMs: 60_000, name: 'api v1: login/%~' })).toEqual({
       'RateLimit-Policy': '"api v1: login/%~";q=5;w=60',
       RateLimit: '"api v1: login/%~";r=4;t=60',
@@ -93,10 +93,10 @@ describe('policy names are valid RFC 9651 strings', () => {
       'RateLimit-Policy': '"api v1";q=5;w=60',
       RateLimit: '"api v1";r=4;t=60',
     });
-    gate.close();
+    await gate.close();
   });
 
-  it('stacks a passed limiter with a spaced name beside a named rateLimit as two list members', () => {
+  it('stacks a passed limiter with a spaced name beside a named rateLimit as two list members', async () => {
     const clock = manualClock(0);
     const first = createRequestGate({
       limiter: createWindowLimiter({ name: 'per user', limit: 5, clock, timers: clock }),
@@ -109,12 +109,12 @@ describe('policy names are valid RFC 9651 strings', () => {
       timers: clock,
     });
     const request = raw('203.0.113.2');
-    first.run(request, {});
+    await first.run(request, {});
     expect((second.run(request, {}) as RequestResult).headers).toEqual({
       'RateLimit-Policy': '"per user";q=5;w=60, "daily";q=100;w=86400',
       RateLimit: '"per user";r=4;t=60, "daily";r=99;t=86400',
     });
-    first.close();
-    second.close();
+    await first.close();
+    await second.close();
   });
 });

@@ -50,7 +50,7 @@ describe('failure limiter reconfigure (live numbers)', () => {
 });
 
 describe('gates follow a reconfigured limiter', () => {
-  it('the auth gate’s browser limiter and budgets take the new numbers, lockouts kept', () => {
+  it('the auth gate’s browser limiter and budgets take the new numbers, lockouts kept', async () => {
     const clock = manualClock(0);
     const gate = createAuthGate<{ token: string }>({
       verify: (r) => (r.token === 'right' ? 'ok' : 'invalid'),
@@ -61,18 +61,18 @@ describe('gates follow a reconfigured limiter', () => {
       socket: { remoteAddress: '127.0.0.1' },
       headers: { origin: 'https://a.example' },
     };
-    for (let i = 0; i < 3; i++) gate.run(page, { token: 'x' });
+    for (let i = 0; i < 3; i++) await gate.run(page, { token: 'x' });
     gate.reconfigure({ maxAttempts: 3 });
     const r = gate.run(page, { token: 'right' }) as GateResult;
     expect(!r.ok && r.answer.status).toBe(429);
     expect(gate.browserLimiter.config.maxAttempts).toBe(3);
   });
 
-  it('the request gate advertises the new policy from the next request', () => {
+  it('the request gate advertises the new policy from the next request', async () => {
     const clock = manualClock(0);
     const gate = createRequestGate({ limit: 5, clock, timers: clock });
     const req = () => ({ socket: { remoteAddress: '203.0.113.9' }, headers: {} });
-    gate.run(req(), {});
+    await gate.run(req(), {});
     gate.reconfigure({ limit: 2, windowMs: 30_000 });
     const after = gate.run(req(), {}) as RequestResult;
     expect(after.headers).toEqual({
@@ -87,7 +87,7 @@ describe('gates follow a reconfigured limiter', () => {
 describe('counts survive a change of the rules', () => {
   it.each(['fixed-window', 'sliding-window'] as const)(
     '%s: widening windowMs keeps live counts past the end the old rule stamped',
-    (algorithm) => {
+    async (algorithm) => {
       const clock = manualClock(0);
       const limiter = createWindowLimiter({
         algorithm,
@@ -113,7 +113,7 @@ describe('counts survive a change of the rules', () => {
       if (algorithm === 'sliding-window')
         expect(limiter.peek('k')).toMatchObject({ remaining: 3, resetMs: 58_500 });
       else expect(limiter.peek('k')).toMatchObject({ remaining: 5, resetMs: 0 });
-      limiter.close();
+      await limiter.close();
     },
   );
 

@@ -5,7 +5,7 @@ import { manualClock } from './testing/manual-clock.js';
 import { createWindowLimiter, type WindowLimiterOptions } from './window-limiter.js';
 
 describe('createWindowLimiter', () => {
-  it('fixed window: limit+1 is refused until exactly the reset', () => {
+  it('fixed window: limit+1 is refused until exactly the reset', async () => {
     const clock = manualClock(0);
     const l = createWindowLimiter({ limit: 2, windowMs: 10_000, clock, timers: clock });
     expect(l.consume('k')).toEqual({
@@ -31,18 +31,18 @@ describe('createWindowLimiter', () => {
     clock.advance(1);
     expect(l.consume('k')).toMatchObject({ allowed: true, remaining: 1, resetMs: 10_000 });
     expect(l.peek('k')).toMatchObject({ allowed: true, remaining: 1 });
-    l.reset('k');
+    await l.reset('k');
     expect(l.peek('k')).toMatchObject({ remaining: 2, resetMs: 0 });
   });
 
-  it('defaults to 60 per minute, fixed window', () => {
+  it('defaults to 60 per minute, fixed window', async () => {
     const l = createWindowLimiter();
     expect(l.rule).toEqual({ algorithm: 'fixed-window', limit: 60, windowMs: 60_000 });
     expect(l.name).toBe('default');
-    l.close();
+    await l.close();
   });
 
-  it('validates cost per call', () => {
+  it('validates cost per call', async () => {
     const l = createWindowLimiter({ limit: 5 });
     for (const cost of [0, -1, 1.5, Number.NaN, '2']) {
       expect(() => l.consume('k', cost as number)).toThrow(
@@ -51,7 +51,7 @@ describe('createWindowLimiter', () => {
     }
     expect(l.consume('k', 5)).toMatchObject({ allowed: true, remaining: 0 });
     expect(() => l.consume(undefined as unknown as string)).toThrow(TypeError);
-    l.close();
+    await l.close();
   });
 
   it('dry run reports but never refuses; events are published for refusals', () => {

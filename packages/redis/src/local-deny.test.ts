@@ -244,7 +244,7 @@ describe('local deny table: answers without Redis, exactly as Redis would', () =
       expect(await limiter.check('203.0.113.10')).toMatchObject({ allowed: true, remaining: 3 });
       expect(p.c.count()).toBe(before + 1);
     } finally {
-      limiter.close();
+      await limiter.close();
       await p.close();
     }
   });
@@ -396,7 +396,7 @@ describe('local deny table: answers without Redis, exactly as Redis would', () =
       limiter.reconfigure({ limit: 3 });
       expect(await limiter.consume('u')).toMatchObject({ allowed: true, remaining: 1, limit: 3 });
     } finally {
-      limiter.close();
+      await limiter.close();
       await p.close();
     }
   });

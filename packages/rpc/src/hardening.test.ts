@@ -185,14 +185,14 @@ describe('#11.1 method names that are not strings never reach the dispatcher', (
     expect(listed.matches('toString')).toBe(false);
   });
 
-  it('matches() is false and keyOf() throws INVALID_REQUEST for unusable names', () => {
+  it('matches() is false and keyOf() throws INVALID_REQUEST for unusable names', async () => {
     const guarded = withMethodQuotas(() => null);
     expect(guarded.matches(['config.patch'] as never)).toBe(false);
     expect(guarded.matches('config.patch\n')).toBe(false);
     expect(() => guarded.keyOf(['config.patch'] as never, alice)).toThrow(
       'invalid request: method must be a string, got an array',
     );
-    guarded.close();
+    await guarded.close();
   });
 });
 
@@ -305,10 +305,10 @@ describe('#11.6 a caller cannot regain quota by minting method names', () => {
     store.close();
   });
 
-  it('without any .* pattern there is no budget limiter', () => {
+  it('without any .* pattern there is no budget limiter', async () => {
     const guarded = withMethodQuotas(() => null, { methods: ['config.patch'] });
     expect(guarded.patternLimiter).toBeUndefined();
-    guarded.close();
+    await guarded.close();
   });
 });
 

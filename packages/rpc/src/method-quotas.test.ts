@@ -190,7 +190,7 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     const free = guarded('config.get', params, alice);
     expect(free).toBeInstanceOf(Promise);
     expect((await free).method).toBe('config.get');
-    guarded.close();
+    await guarded.close();
   });
 
   it('an async dispatcher resolves as before; a throwing one still spends its slot', async () => {
@@ -289,7 +289,7 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     await guarded('update.run', {}, ctx);
     expect(identity).toHaveBeenCalledWith(ctx);
     expect((await refusal(guarded('update.run', {}, ctx))).key).toBe('update.run|x|10.1.1.1');
-    guarded.close();
+    await guarded.close();
   });
 
   it('a blocked bucket survives a flood of 20 000 other identities (maxEntries 10 000)', async () => {
@@ -447,7 +447,7 @@ describe('withMethodQuotas (gateway defaults: 30 per 60 s per method per device 
     const { clock, guarded } = setup();
     await guarded('config.patch', {}, alice);
     expect(clock.pendingTimers()).toBe(1);
-    guarded.close();
+    await guarded.close();
     expect(clock.pendingTimers()).toBe(0);
   });
 });

@@ -144,7 +144,7 @@ describe('withSessionCreationLimit (120 new sessions per 10 s per limiter instan
       methods: ['newSession'],
     });
     expect(await guarded('session/new', {}, undefined)).toEqual({ sessionId: 's1' });
-    guarded('newSession', {}, undefined);
+    await guarded('newSession', {}, undefined);
     await expect(guarded('newSession', {}, undefined)).rejects.toThrow(
       'ACP session creation rate limit exceeded for newSession; retry after 10s.',
     );

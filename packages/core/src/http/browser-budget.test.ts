@@ -119,18 +119,18 @@ describe('browser lockouts belong to the limiter’s store, not to the gate', ()
   const page = raw('127.0.0.1', { origin: 'http://app.localhost:5173' });
 
   /** Ten wrong guesses from `page` through `gate`: its origin and site are locked out. */
-  function lockOut(gate: ReturnType<typeof createAuthGate<Creds>>): void {
-    for (let i = 0; i < 10; i++) gate.run(page, { token: 'guess' });
+  async function lockOut(gate: ReturnType<typeof createAuthGate<Creds>>): Promise<void> {
+    for (let i = 0; i < 10; i++) await gate.run(page, { token: 'guess' });
   }
 
-  it('a gate rebuilt around the same limiter after closing its browser limiter still refuses the locked origin', () => {
+  it('a gate rebuilt around the same limiter after closing its browser limiter still refuses the locked origin', async () => {
     const clock = manualClock(0);
     const limiter = createFailureLimiter({ clock, timers: clock });
     const first = createAuthGate<Creds>({ verify, limiter });
-    lockOut(first);
+    await lockOut(first);
     clock.advance(1_000);
     // What createConnectAuth's and guardUpgrade's close() do with the browser limiter they built.
-    first.browserLimiter.close();
+    await first.browserLimiter.close();
     const again = createAuthGate<Creds>({ verify, limiter });
     const r = again.run(page, { token: 'right' }) as GateResult;
     expect(!r.ok && r.answer.status).toBe(429);
@@ -149,15 +149,15 @@ describe('browser lockouts belong to the limiter’s store, not to the gate', ()
     });
     // Non-browser clients are untouched.
     expect((again.run(raw('203.0.113.5'), { token: 'right' }) as GateResult).ok).toBe(true);
-    limiter.close();
+    await limiter.close();
   });
 
-  it('a gate rebuilt over the same store (a reloaded authGuard) still refuses the locked origin', () => {
+  it('a gate rebuilt over the same store (a reloaded authGuard) still refuses the locked origin', async () => {
     const clock = manualClock(0);
     const store = new MemoryStore({ clock, timers: clock });
     const first = createAuthGate<Creds>({ verify, store });
-    lockOut(first);
-    first.browserLimiter.close();
+    await lockOut(first);
+    await first.browserLimiter.close();
     const again = createAuthGate<Creds>({ verify, store });
     const r = again.run(page, { token: 'right' }) as GateResult;
     expect(!r.ok && r.decision).toMatchObject({
@@ -168,13 +168,13 @@ describe('browser lockouts belong to the limiter’s store, not to the gate', ()
     store.close();
   });
 
-  it('the all-origins budget survives a rebuilt gate as well', () => {
+  it('the all-origins budget survives a rebuilt gate as well', async () => {
     const clock = manualClock(0);
     const limiter = createFailureLimiter({ clock, timers: clock });
     const first = createAuthGate<Creds>({ verify, limiter });
     for (let s = 0; s < 30; s++)
-      first.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
-    first.browserLimiter.close();
+      await first.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
+    await first.browserLimiter.close();
     const again = createAuthGate<Creds>({ verify, limiter });
     const r = again.run(raw('127.0.0.1', { origin: 'https://new.example' }), {
       token: 'right',
@@ -183,18 +183,18 @@ describe('browser lockouts belong to the limiter’s store, not to the gate', ()
       key: 'browser-origins:all',
       retryAfterMs: 300_000,
     });
-    limiter.close();
+    await limiter.close();
   });
 
-  it('a gate that built its own store releases every browser store when closed: no timer is left', () => {
+  it('a gate that built its own store releases every browser store when closed: no timer is left', async () => {
     const { clock, gate } = authGate();
     for (let s = 0; s < 3; s++)
-      gate.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
-    gate.run(raw('203.0.113.5'), { token: 'guess' });
+      await gate.run(raw('127.0.0.1', { origin: `https://s${s}.example` }), { token: 'guess' });
+    await gate.run(raw('203.0.113.5'), { token: 'guess' });
     // The main store, the browser store, the site budgets' and the all-origins budget's.
     expect(clock.pendingTimers()).toBe(4);
-    gate.limiter.close();
-    gate.browserLimiter.close();
+    await gate.limiter.close();
+    await gate.browserLimiter.close();
     expect(clock.pendingTimers()).toBe(0);
   });
 });
@@ -230,10 +230,10 @@ describe('a local page that sends no Origin is a browser, not a direct-local CLI
     expect(nodeFetch.decision).toMatchObject({ reason: 'exempt' });
   });
 
-  it('counts in the browser budgets under browser-origin:null, never in the non-browser limiter', () => {
+  it('counts in the browser budgets under browser-origin:null, never in the non-browser limiter', async () => {
     const { gate } = authGate();
     for (let i = 0; i < 10; i++)
-      gate.run(raw('127.0.0.1', { 'sec-fetch-site': 'cross-site' }), { token: 'guess' });
+      await gate.run(raw('127.0.0.1', { 'sec-fetch-site': 'cross-site' }), { token: 'guess' });
     expect(gate.browserLimiter.check('browser-origin:null')).toMatchObject({ reason: 'locked' });
     expect(gate.limiter.check('127.0.0.1')).toMatchObject({ reason: 'exempt' });
     const sandboxed = gate.run(raw('127.0.0.1', { origin: 'null' }), {

@@ -49,7 +49,7 @@ describe('createAuthGate', () => {
     expect((gate.run(raw('203.0.113.2'), { token: 'right' }) as GateResult).ok).toBe(true);
   });
 
-  it('missing credentials are neither checked nor counted', () => {
+  it('missing credentials are neither checked nor counted', async () => {
     const { gate } = authGate();
     const client = raw('203.0.113.3');
     for (let i = 0; i < 50; i++) {
@@ -57,24 +57,24 @@ describe('createAuthGate', () => {
       if (!r.ok) expect(r.answer.status).toBe(401);
       expect(r.decision).toBeUndefined();
     }
-    for (let i = 0; i < 10; i++) gate.run(client, { token: 'x' });
+    for (let i = 0; i < 10; i++) await gate.run(client, { token: 'x' });
     const r = gate.run(client, {}) as GateResult;
     expect(!r.ok && r.answer.status).toBe(401);
   });
 
-  it('a right credential resets the scope for that client', () => {
+  it('a right credential resets the scope for that client', async () => {
     const { gate } = authGate();
     const client = raw('203.0.113.4');
-    for (let i = 0; i < 9; i++) gate.run(client, { token: 'x' });
+    for (let i = 0; i < 9; i++) await gate.run(client, { token: 'x' });
     expect((gate.run(client, { token: 'right' }) as GateResult).ok).toBe(true);
-    for (let i = 0; i < 9; i++) gate.run(client, { token: 'x' });
+    for (let i = 0; i < 9; i++) await gate.run(client, { token: 'x' });
     expect((gate.run(client, { token: 'right' }) as GateResult).ok).toBe(true);
   });
 
-  it('browsers use their own budget, keyed per origin from loopback and never exempt', () => {
+  it('browsers use their own budget, keyed per origin from loopback and never exempt', async () => {
     const { gate } = authGate();
     const page = raw('127.0.0.1', { origin: 'http://evil.example:8000' });
-    for (let i = 0; i < 10; i++) gate.run(page, { token: 'x' });
+    for (let i = 0; i < 10; i++) await gate.run(page, { token: 'x' });
     const r = gate.run(page, { token: 'right' }) as GateResult;
     expect(!r.ok && r.answer.status).toBe(429);
     expect(
@@ -84,7 +84,7 @@ describe('createAuthGate', () => {
         }) as GateResult
       ).ok,
     ).toBe(true);
-    for (let i = 0; i < 30; i++) gate.run(raw('127.0.0.1'), { token: 'x' });
+    for (let i = 0; i < 30; i++) await gate.run(raw('127.0.0.1'), { token: 'x' });
     expect((gate.run(raw('127.0.0.1'), { token: 'right' }) as GateResult).ok).toBe(true);
     expect(gate.browserLimiter.config).toMatchObject({
       exemptLoopback: false,
@@ -122,15 +122,16 @@ describe('createAuthGate', () => {
     expect(!r.ok && r.answer.status).toBe(503);
   });
 
-  it('a blank scope is the default scope; the gate logger hears lockouts of both limiters', () => {
+  it('a blank scope is the default scope; the gate logger hears lockouts of both limiters', async () => {
     const warn = vi.fn();
     const gate = createAuthGate<{ token?: string }>({
       verify: () => 'invalid',
       scope: '  ',
       logger: { warn, error: vi.fn() },
     });
-    for (let i = 0; i < 10; i++) gate.run(raw('203.0.113.50'), {});
-    for (let i = 0; i < 10; i++) gate.run(raw('127.0.0.1', { origin: 'http://a.localhost' }), {});
+    for (let i = 0; i < 10; i++) await gate.run(raw('203.0.113.50'), {});
+    for (let i = 0; i < 10; i++)
+      await gate.run(raw('127.0.0.1', { origin: 'http://a.localhost' }), {});
     expect(gate.limiter.check('203.0.113.50', 'default')).toMatchObject({ reason: 'locked' });
     expect(warn).toHaveBeenCalledTimes(3);
     expect(warn.mock.calls.map((c) => c[0])).toMatchObject([
@@ -175,7 +176,7 @@ describe('createAuthGate', () => {
 });
 
 describe('createWebhookGate (20 / 60 s → 60 s)', () => {
-  it('401 for the 20 failures (the 20th starts the lockout), plain 429 with Retry-After from the 21st; success resets and passes even when locked', () => {
+  it('401 for the 20 failures (the 20th starts the lockout), plain 429 with Retry-After from the 21st; success resets and passes even when locked', async () => {
     const clock = manualClock(0);
     const gate = createWebhookGate<{ token?: string }>({
       verify: (r) => (r.token === undefined ? 'missing' : r.token === 'hook' ? 'ok' : 'invalid'),
@@ -205,7 +206,7 @@ describe('createWebhookGate (20 / 60 s → 60 s)', () => {
     expect((gate.run(sender, { token: 'hook' }) as GateResult).ok).toBe(true);
     const fresh = gate.run(sender, { token: 'bad' }) as GateResult;
     expect(!fresh.ok && fresh.answer.status).toBe(401);
-    for (let i = 0; i < 20; i++) gate.run(raw('127.0.0.1'), { token: 'bad' });
+    for (let i = 0; i < 20; i++) await gate.run(raw('127.0.0.1'), { token: 'bad' });
     const local = gate.run(raw('127.0.0.1'), { token: 'bad' }) as GateResult;
     expect(!local.ok && local.answer.status).toBe(429);
   });
@@ -221,7 +222,7 @@ describe('createWebhookGate (20 / 60 s → 60 s)', () => {
 });
 
 describe('createRequestGate', () => {
-  it('keys by client IP (IPv6 by /64), advertises IETF headers, refuses with 429 + JSON', () => {
+  it('keys by client IP (IPv6 by /64), advertises IETF headers, refuses with 429 + JSON', async () => {
     const clock = manualClock(0);
     const gate = createRequestGate<unknown>({ limit: 2, windowMs: 60_000, clock, timers: clock });
     expect(gate.run(raw('2001:db8:1:2::1'), {})).toEqual({
@@ -238,7 +239,7 @@ describe('createRequestGate', () => {
       headers: { 'RateLimit-Policy': '"default";q=2;w=60', RateLimit: '"default";r=1;t=60' },
       answer: undefined,
     });
-    gate.run(raw('2001:db8:1:2::99'), {});
+    await gate.run(raw('2001:db8:1:2::99'), {});
     clock.advance(10_000);
     const r = gate.run(raw('2001:db8:1:2:ffff::'), {}) as RequestResult;
     expect(r.answer).toEqual({
@@ -290,7 +291,7 @@ describe('createRequestGate', () => {
 });
 
 describe('one options shape', () => {
-  it('auth and webhook gates take the failure-limiter options flat', () => {
+  it('auth and webhook gates take the failure-limiter options flat', async () => {
     const clock = manualClock(0);
     const gate = createAuthGate<{ token?: string }>({
       verify: () => 'invalid',
@@ -302,8 +303,8 @@ describe('one options shape', () => {
     });
     expect(gate.limiter.config).toMatchObject({ maxAttempts: 2, lockoutMs: 600_000 });
     const client = raw('203.0.113.60');
-    gate.run(client, {});
-    gate.run(client, {});
+    await gate.run(client, {});
+    await gate.run(client, {});
     const locked = gate.run(client, {}) as GateResult;
     expect(!locked.ok && locked.answer.headers['Retry-After']).toBe('600');
     const hook = createWebhookGate<{ token?: string }>({ verify: () => 'ok', maxAttempts: 3 });

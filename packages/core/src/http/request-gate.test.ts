@@ -106,7 +106,7 @@ describe('key(req, defaultKey)', () => {
 });
 
 describe('stacked limiters on one request', () => {
-  it('advertise every policy as a structured-field list; legacy shows the most restrictive', () => {
+  it('advertise every policy as a structured-field list; legacy shows the most restrictive', async () => {
     const clock = manualClock(0);
     const burst = createRequestGate<Req>({
       name: 'burst',
@@ -125,7 +125,7 @@ describe('stacked limiters on one request', () => {
       timers: clock,
     });
     const request = raw('203.0.113.9');
-    burst.run(request, {});
+    await burst.run(request, {});
     const both = daily.run(request, {}) as RequestResult;
     expect(both.headers).toEqual({
       'RateLimit-Policy': '"burst";q=5;w=1, "daily";q=1000;w=86400',
@@ -139,21 +139,21 @@ describe('stacked limiters on one request', () => {
     expect((burst.run(next, {}) as RequestResult).headers['RateLimit-Policy']).toBe(
       '"burst";q=5;w=1',
     );
-    burst.close();
-    daily.close();
+    await burst.close();
+    await daily.close();
   });
 
-  it('a refusal by the second limiter carries both policies; the same name twice warns once', () => {
+  it('a refusal by the second limiter carries both policies; the same name twice warns once', async () => {
     const clock = manualClock(0);
     const warnings: unknown[] = [];
     const logger = { warn: (o: object) => warnings.push(o), error: () => {} };
     const a = createRequestGate<Req>({ limit: 10, clock, timers: clock, logger });
     const b = createRequestGate<Req>({ limit: 1, clock, timers: clock, logger });
     const first = raw('203.0.113.10');
-    a.run(first, {});
-    b.run(first, {});
+    await a.run(first, {});
+    await b.run(first, {});
     const second = raw('203.0.113.10');
-    a.run(second, {});
+    await a.run(second, {});
     const refused = b.run(second, {}) as RequestResult;
     expect(refused.ok).toBe(false);
     expect(refused.answer?.headers).toMatchObject({
@@ -162,7 +162,7 @@ describe('stacked limiters on one request', () => {
       'Retry-After': '60',
     });
     expect(warnings).toEqual([{ code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: 'default' }]);
-    a.close();
-    b.close();
+    await a.close();
+    await b.close();
   });
 });

@@ -1,6 +1,5 @@
 // The first example of packages/core/README.md (the code between the markers is the README's).
 // snippet:start
-import assert from 'node:assert/strict';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { authRateLimitedError, createFailureLimiter } from '@portcullis/core';
 
@@ -20,6 +19,9 @@ function login(ip, password) {
   if (!after.allowed) return { status: 429, body: authRateLimitedError(after.retryAfterMs) };
   return { status: 200 };
 }
+// snippet:end
+
+import assert from 'node:assert/strict';
 
 const statuses = [];
 for (let i = 0; i < 10; i++) statuses.push(login('203.0.113.7', 'wrong').status);
@@ -34,4 +36,3 @@ assert.equal(wait, 300);
 const others = [login('198.51.100.2', 's3cret').status, login('127.0.0.1', 'wrong').status];
 console.log(others.join(' '));
 assert.deepEqual(others, [200, 401]);
-// snippet:end

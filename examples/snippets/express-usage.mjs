@@ -1,7 +1,5 @@
 // The Usage section of packages/express/README.md (the code between the markers is the README's).
 // snippet:start
-import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express from 'express';
 import { authGuard, rateLimit, webhookGuard } from '@portcullis/express';
@@ -44,6 +42,11 @@ app.post(
 app.get('/quota', (req, res) => res.json(req.rateLimit)); // the decision, for handlers
 
 const server = app.listen(0, '127.0.0.1');
+// snippet:end
+
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+
 await once(server, 'listening');
 const url = `http://127.0.0.1:${server.address().port}`;
 
@@ -74,4 +77,3 @@ console.log('quota:', limit, remaining, quota.headers.get('ratelimit'));
 assert.equal(remaining, 94); // every request above counted once
 
 server.close();
-// snippet:end

@@ -1,6 +1,5 @@
 // The Usage section of packages/fastify/README.md (the code between the markers is the README's).
 // snippet:start
-import assert from 'node:assert/strict';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify from 'fastify';
 import portcullis, { authGuard, webhookGuard } from '@portcullis/fastify';
@@ -50,6 +49,9 @@ app.post(
 );
 
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
+// snippet:end
+
+import assert from 'node:assert/strict';
 
 // A request from this machine without an Origin header is direct-local: loopback is exempt from
 // lockouts, so a local CLI never locks itself out. A browser page sends Origin: it is limited.
@@ -90,4 +92,3 @@ console.log('quota:', limit, remaining, quota.headers.get('ratelimit'));
 assert.equal(remaining, 98); // the global budget: only /hooks/github and this request
 
 await app.close();
-// snippet:end

@@ -1,6 +1,5 @@
 // The Usage section of packages/hono/README.md (the code between the markers is the README's).
 // snippet:start
-import assert from 'node:assert/strict';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { authGuard, rateLimit, webhookGuard } from '@portcullis/hono';
@@ -41,6 +40,10 @@ app.get('/api/quota', (c) => c.json(c.get('rateLimit'))); // the decision, for h
 
 // On @hono/node-server the client is the socket's peer; elsewhere pass clientAddress (below).
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+// snippet:end
+
+import assert from 'node:assert/strict';
+
 await new Promise((resolve) => server.once('listening', resolve));
 const url = `http://127.0.0.1:${server.address().port}`;
 
@@ -68,4 +71,3 @@ console.log('quota:', limit, remaining, quota.headers.get('ratelimit'));
 assert.equal(remaining, 99); // only /api is limited
 
 server.close();
-// snippet:end

@@ -1,7 +1,5 @@
 // The Usage section of packages/koa/README.md (the code between the markers is the README's).
 // snippet:start
-import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Koa from 'koa';
 import { authGuard, rateLimit, webhookGuard } from '@portcullis/koa';
@@ -45,6 +43,11 @@ app.use(async (ctx, _next) => {
 });
 
 const server = app.listen(0, '127.0.0.1');
+// snippet:end
+
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+
 await once(server, 'listening');
 const url = `http://127.0.0.1:${server.address().port}`;
 
@@ -72,4 +75,3 @@ console.log('quota:', limit, remaining, quota.headers.get('ratelimit'));
 assert.equal(remaining, 94); // every request above counted once
 
 server.close();
-// snippet:end

@@ -1,7 +1,5 @@
 // "At the handshake: guardUpgrade" in packages/ws/README.md.
 // snippet:start
-import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { guardUpgrade } from '@portcullis/ws';
@@ -29,6 +27,11 @@ const unguard = guardUpgrade(server, wss, {
 wss.on('connection', (ws) => ws.send('welcome')); // authenticated sockets only
 
 server.listen(0, '127.0.0.1');
+// snippet:end
+
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+
 await once(server, 'listening');
 const url = `ws://127.0.0.1:${server.address().port}`;
 
@@ -64,4 +67,3 @@ assert.deepEqual(seen, [
 unguard(); // removes the listener and closes the limiters the guard built
 wss.close();
 server.close();
-// snippet:end

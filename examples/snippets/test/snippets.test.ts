@@ -29,6 +29,26 @@ const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** What each snippet prints, line by line. */
 const OUTPUT: Record<string, string[]> = {
+  'express-quickstart.mjs': [
+    'login: 401 401 401 401 401 401 401 401 401 401 429 300',
+    'other: "default";r=88;t=60',
+  ],
+  'fastify-quickstart.mjs': [
+    'login: 401 401 401 401 401 401 401 401 401 401 429 300',
+    'other: "default";r=88;t=60',
+  ],
+  'fetch-quickstart.mjs': [
+    'login: 401 401 401 401 401 401 401 401 401 401 429 300',
+    'other: "default";r=99;t=60',
+  ],
+  'hono-quickstart.mjs': [
+    'login: 401 401 401 401 401 401 401 401 401 401 429 300',
+    'other: "default";r=88;t=60',
+  ],
+  'koa-quickstart.mjs': [
+    'login: 401 401 401 401 401 401 401 401 401 401 429 300',
+    'other: "default";r=88;t=60',
+  ],
   'core-failure-limiter.mjs': [
     '401 401 401 401 401 401 401 401 401 401 429 AUTH_RATE_LIMITED 300s',
     '200 401',

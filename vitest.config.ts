@@ -12,6 +12,10 @@ const alias = [
     replacement: root('./packages/core/src/testing/index.ts'),
   },
   {
+    find: /^@portcullis\/core\/adapter$/,
+    replacement: root('./packages/core/src/adapter.ts'),
+  },
+  {
     find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel|cli)$/,
     replacement: root('./packages/$1/src/index.ts'),
   },

@@ -2,6 +2,8 @@
 // (dist/cjs, marked with its own package.json), each with its own declarations so that both
 // `import` and `require` users get types that match what they load. Then records the stamp of
 // the inputs it built from (build-stamp.mjs), which is how the test setup knows dist is current.
+// Declarations are emitted with --stripInternal: a member marked `@internal` (MemoryStore's
+// failureTable(), sibling()) is for the packages' own code and never part of the published types.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -20,7 +22,7 @@ const run = (...args) => {
     process.exit(1); // tsc has printed its errors
   }
 };
-run('-p', 'tsconfig.build.json');
+run('-p', 'tsconfig.build.json', '--stripInternal');
 // CommonJS is built only for the entry points that offer `require` (the compiler follows their
 // imports): an ESM-only entry point (core's ./testing, which imports vitest) or the CLI's ESM
 // binary would otherwise leave CommonJS files in the tarball that nothing can load.
@@ -38,6 +40,7 @@ writeFileSync(cjsConfig, JSON.stringify({ extends: '../tsconfig.build.json', inc
 run(
   '-p',
   cjsConfig,
+  '--stripInternal',
   '--outDir',
   'dist/cjs',
   '--module',

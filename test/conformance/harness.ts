@@ -5,13 +5,12 @@
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { AuthOutcome, MaybePromise } from '@portcullis/core';
 import type {
   AuthGateOptions,
-  AuthOutcome,
-  MaybePromise,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import { Readable } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import * as px from '@portcullis/express';

@@ -1,4 +1,4 @@
-import type { RequestGateOptions } from '@portcullis/core';
+import type { RequestGateOptions } from '@portcullis/core/adapter';
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type AnyRequest, type App, frameworks, json, limitHeaders } from './harness.js';

@@ -2,15 +2,13 @@
 // is the client's to choose (a header here), so it can name the auth guard's key. Whatever it
 // names, one kind's operation never deletes the other kind's state: in memory and on Redis, with
 // the process's local deny table and without.
+import { MemoryStore, type RawRequest, type Store } from '@portcullis/core';
 import {
   createAuthGate,
   createRequestGate,
   type GateResult,
-  MemoryStore,
-  type RawRequest,
   type RequestResult,
-  type Store,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../packages/redis/src/index.js';

@@ -2,14 +2,8 @@
 // request's units back after its response; seen before the fix, the refund could land in a newer
 // window and let a limit of 1 admit 2: when the consume's reply arrived after its window ended, and
 // when a reset and a new spend came in the same millisecond as the spend refunded.
-import {
-  createRequestGate,
-  MemoryStore,
-  type RawRequest,
-  type RawResponse,
-  type RequestResult,
-  type Store,
-} from '@portcullis/core';
+import { MemoryStore, type RawRequest, type Store } from '@portcullis/core';
+import { createRequestGate, type RawResponse, type RequestResult } from '@portcullis/core/adapter';
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../packages/redis/src/index.js';

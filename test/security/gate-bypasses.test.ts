@@ -4,14 +4,13 @@
  */
 import {
   type AuthOutcome,
-  createAuthGate,
   createFailureLimiter,
-  type GateResult,
   MemoryStore,
   type RawRequest,
   resolveClient,
   type Store,
 } from '@portcullis/core';
+import { createAuthGate, type GateResult } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { describe, expect, it } from 'vitest';
 

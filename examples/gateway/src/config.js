@@ -3,11 +3,8 @@
 // refused with core's own PortcullisConfigError message and code, prefixed with the option's path.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import {
-  createClientResolver,
-  createFailureLimiter,
-  PortcullisConfigError,
-} from '@portcullis/core';
+import { createFailureLimiter, PortcullisConfigError } from '@portcullis/core';
+import { createClientResolver } from '@portcullis/core/adapter';
 
 /**
  * @typedef {object} RateLimitConfig

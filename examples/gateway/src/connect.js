@@ -3,7 +3,7 @@
 // device-token) is its own lockout scope, so a client locked out for guessing the token can still
 // use the password; a page (a request with `Origin`) is counted on the browser limiter and is never
 // loopback-exempt. Accepted devices get a device token for later connects.
-import { isPromise } from '@portcullis/core';
+import { isPromise } from '@portcullis/core/adapter';
 import { createConnectAuth } from '@portcullis/ws';
 import { invalidRequest, isObject, isRequest, sendError } from './protocol.js';
 import { METHODS } from './rpc.js';

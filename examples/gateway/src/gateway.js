@@ -6,7 +6,8 @@
 // the limits in words). Everything is in memory, in one process.
 import { once } from 'node:events';
 import { watch } from 'node:fs';
-import { createClientResolver, systemClock, systemTimers } from '@portcullis/core';
+import { systemClock } from '@portcullis/core';
+import { createClientResolver, systemTimers } from '@portcullis/core/adapter';
 import { createAdmin } from './admin.js';
 import { configHash, loadConfig, parseConfig, runningConfig } from './config.js';
 import { createConnect } from './connect.js';

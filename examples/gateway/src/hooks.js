@@ -3,11 +3,12 @@
 // adapters' webhookGuard do. The gate decides before the body is read: a wrong token costs the
 // sender one failure and us no upload; a right one passes (even during a lockout) and resets the
 // count. The token comes from `Authorization: Bearer …` or `x-portcullis-token`.
-import { createWebhookGate, isPromise } from '@portcullis/core';
+import { createWebhookGate, isPromise } from '@portcullis/core/adapter';
 import { json, text, writeAnswer } from './http.js';
 import { bearerOutcome, compareSecret } from './secrets.js';
 
-/** @import { FailureLimiter, GateResult } from '@portcullis/core' */
+/** @import { FailureLimiter } from '@portcullis/core' */
+/** @import { GateResult } from '@portcullis/core/adapter' */
 /** @import { IncomingMessage, ServerResponse } from 'node:http' */
 /** @import { RunningConfig } from './config.js' */
 /** @import { JsonLogger } from './logger.js' */

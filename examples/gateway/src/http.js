@@ -9,12 +9,14 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createAuthGate, isLoopback } from '@portcullis/core';
+import { isLoopback } from '@portcullis/core';
+import { createAuthGate } from '@portcullis/core/adapter';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 import { bearerOutcome } from './secrets.js';
 import { esc, metaText, renderMain } from './status-view.js';
 
-/** @import { ClientResolver, FailureLimiter, HttpAnswer } from '@portcullis/core' */
+/** @import { FailureLimiter } from '@portcullis/core' */
+/** @import { ClientResolver, HttpAnswer } from '@portcullis/core/adapter' */
 /** @import { Admin } from './admin.js' */
 /** @import { IncomingMessage, ServerResponse } from 'node:http' */
 /** @import { WebSocketServer } from 'ws' */

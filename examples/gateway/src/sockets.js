@@ -3,13 +3,14 @@
 // (connect.js), a timeout closes it and further frames are dropped; after that every frame is an
 // RPC request, answered with the method's result or its error shape. The set of authenticated
 // sockets is kept here too, for the restart event and the status page's connection counts.
-import { isPromise } from '@portcullis/core';
+import { isPromise } from '@portcullis/core/adapter';
 import { controlPlaneWriteMethods, isPortcullisRpcError } from '@portcullis/rpc';
 import { WebSocketServer } from 'ws';
 import { invalidRequest, isObject, isRequest, parseFrame, sendError } from './protocol.js';
 import { SESSION_METHOD } from './rpc.js';
 
-/** @import { ClientResolver, Timers } from '@portcullis/core' */
+/** @import { Timers } from '@portcullis/core' */
+/** @import { ClientResolver } from '@portcullis/core/adapter' */
 /** @import { IncomingMessage } from 'node:http' */
 /** @import { WebSocket } from 'ws' */
 /** @import { Connection, FirstFrame } from './connect.js' */

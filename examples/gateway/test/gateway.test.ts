@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  authFailedError,
   authRateLimitedError,
   methodRateLimitedError,
   sessionRateLimitMessage,
 } from '@portcullis/core';
+import { authFailedError } from '@portcullis/core/adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type GatewayClient, openClient } from '../src/client.js';
 import { REDACTED } from '../src/config.js';

@@ -11,6 +11,7 @@ import {
   parsedIsLoopback,
 } from './ip.js';
 import { boolean, parseOptions, withMethods } from './options.js';
+import { silenced, type Warnings, warningsOption } from './warnings.js';
 
 /** The part of a Node `IncomingMessage` Portcullis reads. Frameworks' own `ip` fields are never used. */
 export interface RawRequest {
@@ -50,6 +51,12 @@ export interface ClientOptions {
   allowRealIpFallback?: boolean;
   /** Receives the one-time warning about an untrusted loopback peer sending forwarding headers. */
   logger?: Pick<Logger, 'warn'>;
+  /**
+   * Warnings switched off, by code: `PORTCULLIS_UNTRUSTED_FORWARDED`,
+   * `PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY` (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`).
+   * @default every warning on
+   */
+  warnings?: Warnings;
 }
 
 /** Parses and validates `trustedProxies`; shared by every adapter's option parsing. */
@@ -68,6 +75,7 @@ const clientSpec = {
   trustedProxies: parseTrustedProxies,
   allowRealIpFallback: boolean,
   logger: withMethods<Pick<Logger, 'warn'>>('warn'),
+  warnings: warningsOption,
 };
 
 /** A compiled client resolver: call it once per request. */
@@ -187,7 +195,8 @@ export function compileClientRules(options?: ClientOptions): {
   const trusted = o.trustedProxies ?? [];
   const realIpFallback = o.allowRealIpFallback ?? false;
   const logger = safeLogger(o.logger);
-  let warned = false;
+  // A warning switched off counts as given already: the hot path tests nothing more.
+  let warned = silenced(o.warnings, 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY');
   const isTrusted = (ip: ParsedIp) => {
     for (const cidr of trusted) if (cidrContains(cidr, ip)) return true;
     return false;
@@ -202,7 +211,7 @@ export function compileClientRules(options?: ClientOptions): {
     tell(logger, 'warn', { code: 'PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY' }, msg);
   }
 
-  let warnedForwarded = false;
+  let warnedForwarded = silenced(o.warnings, 'PORTCULLIS_UNTRUSTED_FORWARDED');
   /**
    * `X-Forwarded-For` from a peer that is neither trusted nor loopback: usually a reverse proxy
    * missing from `trustedProxies`, so every user behind it shares the proxy's one bucket.

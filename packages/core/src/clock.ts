@@ -1,6 +1,3 @@
-/** A value that is either ready now or arrives later. The in-memory store always answers now. */
-export type MaybePromise<T> = T | Promise<T>;
-
 /** A source of wall-clock time in milliseconds. Injected everywhere so tests never sleep. */
 export interface Clock {
   /** Current time in milliseconds. */
@@ -34,16 +31,3 @@ export const systemTimers: Timers = Object.freeze({
     clearTimeout(handle as ReturnType<typeof setTimeout>);
   },
 });
-
-/** True when `value` is a thenable; lets callers stay synchronous on the memory fast path. */
-export function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
-/** Applies `fn` to a value that may or may not be a promise, staying synchronous when it can. */
-export function mapMaybe<T, R>(
-  value: MaybePromise<T>,
-  fn: (resolved: T) => MaybePromise<R>,
-): MaybePromise<R> {
-  return isPromise(value) ? value.then(fn) : fn(value);
-}

@@ -1,5 +1,6 @@
 import { safeLogger } from './safe-call.js';
-import { type Clock, type MaybePromise, mapMaybe, type Timers } from './clock.js';
+import type { Clock, Timers } from './clock.js';
+import { type MaybePromise, mapMaybe } from './promise.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { parseIp, parsedIsLoopback, subnetKey } from './ip.js';
@@ -20,6 +21,7 @@ import {
   withMethods,
 } from './options.js';
 import type { FailureDecision, FailureRule, Store } from './store.js';
+import { type Warnings, warningsOption } from './warnings.js';
 
 /**
  * Who failed: a client IP, an opaque key (`browser-origin:…`, `identity:…`), or the
@@ -53,6 +55,11 @@ export interface FailureLimiterOptions {
   dryRun?: boolean;
   /** Names the limiter in events and namespaces its keys in a shared store. @default 'auth' */
   name?: string;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_NAME_CLASH: false }`).
+   * @default every warning on
+   */
+  warnings?: Warnings;
 }
 
 /**
@@ -194,6 +201,7 @@ export const failureLimiterSpec = {
   logger: withMethods<Logger>('warn', 'error'),
   dryRun: boolean,
   name: nonEmptyString,
+  warnings: warningsOption,
 };
 
 const failureReconfigureSpec = {
@@ -271,6 +279,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
       config.name,
       `${rule.maxAttempts} failures per ${rule.windowMs} ms, ${rule.lockoutMs} ms lockout`,
       logger,
+      o.warnings,
     );
 
   function subjectOf(subject: Subject): ResolvedSubject {

@@ -1,28 +1,15 @@
 /**
  * @portcullis/core — the framework-agnostic limiter engine. Adapters translate its decisions;
- * everything that decides lives here.
+ * everything that decides lives here. This entry holds what users of Portcullis call
+ * (docs/design.md#public-names); what adapter and store authors need besides is
+ * `@portcullis/core/adapter`.
  * @packageDocumentation
  */
-export {
-  type Clock,
-  type MaybePromise,
-  systemClock,
-  systemTimers,
-  type TimerHandle,
-  type Timers,
-  isPromise,
-} from './clock.js';
+export { type Clock, systemClock, type TimerHandle, type Timers } from './clock.js';
+export type { MaybePromise } from './promise.js';
 export type { Decision, DecisionReason } from './decision.js';
 export { PortcullisConfigError } from './errors.js';
-export { callSafely, safeLogger } from './safe-call.js';
-export {
-  channels,
-  type Logger,
-  type PortcullisEvent,
-  type StoreCallEvent,
-  timeStoreCall,
-} from './events.js';
-export { byEnd } from './store.js';
+export { channels, type Logger, type PortcullisEvent, type StoreCallEvent } from './events.js';
 export type {
   Algorithm,
   FailureDecision,
@@ -62,74 +49,18 @@ export {
 } from './restart-scheduler.js';
 export { ipKey, isLoopback, normalizeIp } from './ip.js';
 export { normalizeOrigin } from './origin.js';
-export {
-  type ClientInfo,
-  type ClientOptions,
-  type ClientResolver,
-  createClientResolver,
-  type RawRequest,
-  resolveClient,
-} from './client.js';
+export { type ClientInfo, type ClientOptions, type RawRequest, resolveClient } from './client.js';
 export { type AuthSubject, authSubject } from './subject.js';
 export {
-  type AuthFailedError,
   type AuthRateLimitedError,
-  authFailedError,
   authRateLimitedError,
   type ErrorShape,
   type MethodRateLimitedError,
   methodRateLimitedError,
-  requestRateLimitedError,
-  retryAfterSeconds,
   sessionRateLimitMessage,
   storeUnavailableError,
 } from './error-shapes.js';
 export { type HeaderMode, type RateLimitHeaderOptions, rateLimitHeaders } from './headers.js';
 export { presets } from './presets.js';
-export type { GateResult, HttpAnswer } from './http/answer.js';
-export {
-  type AuthGate,
-  type AuthGateOptions,
-  type AuthOutcome,
-  createAuthGate,
-  type GateSetup,
-} from './http/auth-gate.js';
-export {
-  createWebhookGate,
-  type WebhookGate,
-  type WebhookGateOptions,
-} from './http/webhook-gate.js';
-export type { BrowserBudgetOptions } from './http/browser-budget.js';
-export {
-  type FailureLimitControls,
-  type RequestLimitControls,
-  withControls,
-} from './http/controls.js';
-export {
-  type FetchHeaders,
-  fetchRawRequest,
-  knownOutcome,
-  outcomeOnce,
-  unresolvedAddressWarning,
-} from './http/fetch.js';
-export type { PerRequest } from './http/policies.js';
-export {
-  createRequestGate,
-  type RawResponse,
-  type RequestGate,
-  type RequestGateOptions,
-  type RequestResult,
-} from './http/request-gate.js';
-export {
-  boolean as booleanOption,
-  either as eitherOption,
-  func as functionOption,
-  integer as integerOption,
-  nonEmptyString as nonEmptyStringOption,
-  type OptionCheck,
-  type OptionSpec,
-  oneOf as oneOfOption,
-  parseOptions,
-  required as requiredOption,
-  withMethods as methodsOption,
-} from './options.js';
+export type { AuthOutcome } from './http/auth-gate.js';
+export type { WarningCode, Warnings } from './warnings.js';

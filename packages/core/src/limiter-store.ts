@@ -3,8 +3,9 @@ import { tell } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { PortcullisConfigError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
-import { isPromise } from './clock.js';
+import { isPromise } from './promise.js';
 import type { FailureRule, Store, WindowRule } from './store.js';
+import { silenced, type Warnings } from './warnings.js';
 
 /** The store a limiter works on, and how its keys are spelled there. */
 export interface LimiterStore {
@@ -61,7 +62,9 @@ export function claimName(
   name: string,
   numbers: string,
   logger: Pick<Logger, 'warn'> | undefined,
+  warnings?: Warnings,
 ): void {
+  if (silenced(warnings, 'PORTCULLIS_NAME_CLASH')) return;
   let names = claimed.get(store);
   if (names === undefined) {
     names = new Map();

@@ -220,6 +220,7 @@ export class MemoryStore implements Store {
   /**
    * A new, empty store with this one's bound, clock and timers: for a class of keys that must have
    * a budget of its own (a browser flood must not evict or crowd out other clients' keys).
+   * @internal for the gates' browser budgets
    */
   sibling(): MemoryStore {
     return new MemoryStore({ maxEntries: this.#max, clock: this.#clock, timers: this.#timers });

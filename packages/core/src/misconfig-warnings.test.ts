@@ -62,3 +62,105 @@ describe('misconfiguration warnings (once, through the logger)', () => {
     gate.close();
   });
 });
+
+describe('warnings switched off one by one (`warnings: { CODE: false }`)', () => {
+  const forwarded = (ip: string) => ({
+    socket: { remoteAddress: ip },
+    headers: { 'x-forwarded-for': '203.0.113.5' },
+  });
+  const spoofed = { socket: { remoteAddress: '127.0.0.1' }, headers: { 'x-real-ip': '1.2.3.4' } };
+
+  it('each client-identity warning alone, the other still given', () => {
+    const l = logger();
+    const resolve = createClientResolver({
+      logger: l,
+      warnings: { PORTCULLIS_UNTRUSTED_FORWARDED: false },
+    });
+    resolve(forwarded('198.51.100.1'));
+    resolve(spoofed);
+    expect(codes(l)).toEqual(['PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY']);
+    const m = logger();
+    const other = createClientResolver({
+      logger: m,
+      warnings: {
+        PORTCULLIS_UNTRUSTED_LOOPBACK_PROXY: false,
+        PORTCULLIS_UNTRUSTED_FORWARDED: true,
+      },
+    });
+    other(forwarded('198.51.100.1'));
+    other(spoofed);
+    expect(codes(m)).toEqual(['PORTCULLIS_UNTRUSTED_FORWARDED']);
+  });
+
+  it('a name clash, on the limiter that would report it', () => {
+    const l = logger();
+    const store = new MemoryStore();
+    createWindowLimiter({ store, limit: 10, logger: l });
+    createWindowLimiter({
+      store,
+      limit: 20,
+      logger: l,
+      warnings: { PORTCULLIS_NAME_CLASH: false },
+    });
+    createFailureLimiter({ store, maxAttempts: 5, logger: l });
+    createFailureLimiter({
+      store,
+      maxAttempts: 6,
+      logger: l,
+      warnings: { PORTCULLIS_NAME_CLASH: false },
+    });
+    expect(codes(l)).toEqual([]);
+    store.close();
+  });
+
+  it('through a request gate: its resolver, its limiter and the duplicate-policy warning', () => {
+    const l = logger();
+    const store = new MemoryStore();
+    const off = {
+      PORTCULLIS_UNTRUSTED_FORWARDED: false,
+      PORTCULLIS_NAME_CLASH: false,
+      PORTCULLIS_DUPLICATE_POLICY: false,
+    } as const;
+    const first = createRequestGate({ limit: 100, store, logger: l, warnings: off });
+    const second = createRequestGate({ limit: 10, store, logger: l, warnings: off });
+    const raw = forwarded('198.51.100.4');
+    first.run(raw, {});
+    second.run(raw, {});
+    expect(codes(l)).toEqual([]);
+    // The same two without the option: all three warnings (each gate's resolver warns once).
+    const loud = new MemoryStore();
+    const a = createRequestGate({ limit: 100, store: loud, logger: l });
+    const b = createRequestGate({ limit: 10, store: loud, logger: l });
+    const again = forwarded('198.51.100.5');
+    a.run(again, {});
+    b.run(again, {});
+    expect(codes(l)).toEqual([
+      'PORTCULLIS_NAME_CLASH',
+      'PORTCULLIS_UNTRUSTED_FORWARDED',
+      'PORTCULLIS_UNTRUSTED_FORWARDED',
+      'PORTCULLIS_DUPLICATE_POLICY',
+    ]);
+    store.close();
+    loud.close();
+  });
+
+  it('a code that does not exist, or a value that is not a boolean, is a config error', () => {
+    expect(() =>
+      createWindowLimiter({ warnings: { PORTCULLIS_NAME_CLASHES: false } as never }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'ERR_PORTCULLIS_WARNINGS',
+        option: 'warnings',
+        message: expect.stringContaining(
+          '"PORTCULLIS_NAME_CLASHES" is no warning code (did you mean "PORTCULLIS_NAME_CLASH"?)',
+        ),
+      }),
+    );
+    expect(() =>
+      createClientResolver({ warnings: { PORTCULLIS_UNTRUSTED_FORWARDED: 0 } as never }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_PORTCULLIS_WARNINGS' }));
+    expect(() => createRequestGate({ warnings: false as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_WARNINGS' }),
+    );
+  });
+});

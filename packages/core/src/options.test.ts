@@ -20,7 +20,7 @@ describe('unknown option names', () => {
     expect(error.code).toBe('ERR_PORTCULLIS_UNKNOWN_OPTION');
     expect(error.option).toBe('windowMS');
     expect(error.message).toBe(
-      'createWindowLimiter: unknown option "windowMS" (did you mean "windowMs"?). Valid options: algorithm, clock, dryRun, limit, logger, maxEntries, name, store, timers, windowMs',
+      'createWindowLimiter: unknown option "windowMS" (did you mean "windowMs"?). Valid options: algorithm, clock, dryRun, limit, logger, maxEntries, name, store, timers, warnings, windowMs',
     );
   });
 

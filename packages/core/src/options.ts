@@ -253,3 +253,24 @@ export function required<T>(
   }
   return value;
 }
+
+/**
+ * Refuses a shared `limiter` given together with options that would configure a limiter built
+ * here (`names`, those present in the parsed options `o`): the limiter you pass already has its
+ * numbers, so they would be silently ignored. Every factory that takes a `limiter` checks it so.
+ * @throws {PortcullisConfigError} `ERR_PORTCULLIS_LIMITER`, naming the first such option
+ */
+export function exclusiveLimiter(
+  o: Readonly<Record<string, unknown>>,
+  names: readonly string[],
+  where: string,
+): void {
+  if (o.limiter === undefined) return;
+  const clash = names.find((name) => o[name] !== undefined);
+  if (clash === undefined) return;
+  throw new PortcullisConfigError(
+    'ERR_PORTCULLIS_LIMITER',
+    'limiter',
+    `${where}: pass either "limiter" or limiter options such as "${clash}", not both ("${clash}" belongs to the limiter you pass; set it there)`,
+  );
+}

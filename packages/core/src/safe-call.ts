@@ -1,4 +1,4 @@
-import { isPromise } from './clock.js';
+import { isPromise } from './promise.js';
 import type { Logger } from './events.js';
 
 /**

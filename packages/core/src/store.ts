@@ -1,4 +1,4 @@
-import type { MaybePromise } from './clock.js';
+import type { MaybePromise } from './promise.js';
 import type { Decision } from './decision.js';
 
 /** The window algorithms. */

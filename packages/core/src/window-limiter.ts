@@ -1,5 +1,6 @@
 import { safeLogger } from './safe-call.js';
-import { type Clock, isPromise, type MaybePromise, type Timers } from './clock.js';
+import type { Clock, Timers } from './clock.js';
+import { isPromise, type MaybePromise } from './promise.js';
 import { asDryRun, type Decision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
@@ -17,6 +18,7 @@ import {
   withMethods,
 } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
+import { type Warnings, warningsOption } from './warnings.js';
 
 /** Options of {@link createWindowLimiter}. */
 export interface WindowLimiterOptions {
@@ -40,6 +42,11 @@ export interface WindowLimiterOptions {
   dryRun?: boolean;
   /** Names the limiter in events and headers; namespaces its keys in a shared store. @default 'default' */
   name?: string;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_NAME_CLASH: false }`).
+   * @default every warning on
+   */
+  warnings?: Warnings;
 }
 
 /**
@@ -93,6 +100,7 @@ const windowLimiterSpec = {
   logger: withMethods<Logger>('warn', 'error'),
   dryRun: boolean,
   name: nonEmptyString,
+  warnings: warningsOption,
 };
 
 /** What {@link WindowLimiter.reconfigure} may change. */
@@ -140,7 +148,13 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
   const logger = safeLogger(o.logger);
   const policyMember = (options as Record<symbol, unknown> | undefined)?.[POLICY_MEMBER] === true;
   if (!ownStore && !policyMember)
-    claimName(store, name, `${rule.algorithm} ${rule.limit} per ${rule.windowMs} ms`, logger);
+    claimName(
+      store,
+      name,
+      `${rule.algorithm} ${rule.limit} per ${rule.windowMs} ms`,
+      logger,
+      o.warnings,
+    );
   let warnedOverflow = false;
 
   function finish(key: string, d: Decision): Decision {

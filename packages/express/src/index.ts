@@ -5,17 +5,16 @@
  */
 import {
   createAuthGate,
-  type FailureLimitControls,
-  type RequestLimitControls,
-  withControls,
   createRequestGate,
   createWebhookGate,
+  type FailureLimitControls,
   functionOption,
-  type GateResult,
+  guardMiddleware,
   type HttpAnswer,
-  isPromise,
-  type RequestResult,
-} from '@portcullis/core';
+  type RateLimitIdiom,
+  type RequestLimitControls,
+  rateLimitMiddleware,
+} from '@portcullis/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { exposeDecision } from './expose.js';
 import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
@@ -30,25 +29,28 @@ export type {
 const onLimitedSpec = { onLimited: functionOption };
 
 /**
- * Sets every header of a record on `res`, unless an earlier middleware already sent the response
- * (setting a header then throws `ERR_HTTP_HEADERS_SENT`; the request was still counted).
+ * Express's side of the rules every adapter shares (core's `rateLimitMiddleware` and
+ * `guardMiddleware`): a response an earlier middleware already sent is left alone (setting a
+ * header then would throw `ERR_HTTP_HEADERS_SENT`), and errors go to `next(error)`.
  */
-function setHeaders(res: Response, headers: Readonly<Record<string, string>>): void {
-  if (res.headersSent) return;
-  for (const name in headers) res.setHeader(name, headers[name] as string);
-}
-
-/**
- * Writes a core answer as it is (status, every header, body) and ends the response. When the
- * response was already sent by an earlier middleware there is nothing left to answer: it is left
- * alone, and the route's handler is not run either.
- */
-function sendAnswer(res: Response, answer: HttpAnswer): void {
-  if (res.headersSent) return;
-  res.statusCode = answer.status;
-  setHeaders(res, answer.headers);
-  res.end(answer.body);
-}
+const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response> = {
+  raw: (req) => req,
+  req: (req) => req,
+  sent: (_req, res) => res.headersSent,
+  setHeaders(headers, _req, res) {
+    for (const name in headers) res.setHeader(name, headers[name] as string);
+  },
+  send(answer: HttpAnswer, _req, res) {
+    res.statusCode = answer.status;
+    for (const name in answer.headers) res.setHeader(name, answer.headers[name] as string);
+    res.end(answer.body);
+  },
+  next: (_req, _res, next) => next(),
+  fail: (error, _req, _res, next) => next(error),
+  expose: (decision, req) => exposeDecision(req, decision),
+  rawRes: (_req, res) => res,
+  res: (_req, res) => res,
+};
 
 /**
  * The general request limiter (docs/design.md#request-limiter) as Express middleware. Allowed requests get the counter
@@ -58,45 +60,10 @@ function sendAnswer(res: Response, answer: HttpAnswer): void {
 export function rateLimit(options?: RateLimitOptions): RequestHandler & RequestLimitControls {
   const gate = createRequestGate<Request, Response>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
-
-  function applyRateLimit(
-    result: RequestResult | undefined,
-    req: Request,
-    res: Response,
-    next: NextFunction,
-  ): void {
-    if (result === undefined) {
-      next();
-    } else if (result.ok) {
-      exposeDecision(req, result.decision);
-      setHeaders(res, result.headers);
-      if (gate.tracksOutcome) gate.track(result, res, req, res);
-      next();
-    } else if (onLimited === undefined) {
-      exposeDecision(req, result.decision);
-      sendAnswer(res, result.answer as HttpAnswer);
-    } else {
-      exposeDecision(req, result.decision);
-      setHeaders(res, result.headers);
-      const done = onLimited(req, res, result.decision);
-      if (isPromise(done)) done.then(undefined, next);
-    }
-  }
-
-  return withControls(
-    function portcullisRateLimit(req: Request, res: Response, next: NextFunction): void {
-      const result = gate.run(req, req);
-      if (isPromise(result)) result.then((r) => applyRateLimit(r, req, res, next)).catch(next);
-      else applyRateLimit(result, req, res, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
-}
-
-/** Continues on success; otherwise writes the gate's answer (401, 429 or 503). */
-function applyGate(result: GateResult, res: Response, next: NextFunction): void {
-  if (result.ok) next();
-  else sendAnswer(res, result.answer);
+  return rateLimitMiddleware(gate, express, {
+    name: 'portcullisRateLimit',
+    onLimited: onLimited && ((decision, req, res) => onLimited(req, res, decision)),
+  });
 }
 
 /**
@@ -106,15 +73,9 @@ function applyGate(result: GateResult, res: Response, next: NextFunction): void 
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function authGuard(options: AuthGuardOptions): RequestHandler & FailureLimitControls {
-  const gate = createAuthGate<Request>(options, { where: 'authGuard' });
-  return withControls(
-    function portcullisAuthGuard(req: Request, res: Response, next: NextFunction): void {
-      const result = gate.run(req, req);
-      if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
-      else applyGate(result, res, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
+  return guardMiddleware(createAuthGate<Request>(options, { where: 'authGuard' }), express, {
+    name: 'portcullisAuthGuard',
+  });
 }
 
 /**
@@ -123,13 +84,7 @@ export function authGuard(options: AuthGuardOptions): RequestHandler & FailureLi
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function webhookGuard(options: WebhookGuardOptions): RequestHandler & FailureLimitControls {
-  const gate = createWebhookGate<Request>(options);
-  return withControls(
-    function portcullisWebhookGuard(req: Request, res: Response, next: NextFunction): void {
-      const result = gate.run(req, req);
-      if (isPromise(result)) result.then((r) => applyGate(r, res, next)).catch(next);
-      else applyGate(result, res, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
+  return guardMiddleware(createWebhookGate<Request>(options), express, {
+    name: 'portcullisWebhookGuard',
+  });
 }

@@ -1,11 +1,9 @@
+import type { Decision } from '@portcullis/core';
 import type {
-  AuthGateOptions,
-  AuthOutcome,
-  Decision,
-  MaybePromise,
+  AuthGuardOptions as GuardOptions,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import type { Request, Response } from 'express';
 
 declare global {
@@ -31,10 +29,7 @@ export interface RateLimitOptions extends RequestGateOptions<Request, Response> 
 }
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the Express request. */
-export interface AuthGuardOptions extends Omit<AuthGateOptions<Request>, 'verify'> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (req: Request) => MaybePromise<AuthOutcome>;
-}
+export type AuthGuardOptions = GuardOptions<Request>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Express request. */
 export type WebhookGuardOptions = WebhookGateOptions<Request>;

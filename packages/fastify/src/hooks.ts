@@ -1,17 +1,19 @@
 import {
   createAuthGate,
-  type FailureLimitControls,
-  type RequestLimitControls,
-  withControls,
   createRequestGate,
   createWebhookGate,
+  type FailureLimitControls,
   functionOption,
-  type GateResult,
+  type GuardGate,
+  guardMiddleware,
   type HttpAnswer,
-  isPromise,
+  type Middleware,
+  type RateLimitIdiom,
   type RequestGate,
-  type RequestResult,
-} from '@portcullis/core';
+  type RequestLimitControls,
+  rateLimitMiddleware,
+  withControls,
+} from '@portcullis/core/adapter';
 import type {
   FastifyReply,
   FastifyRequest,
@@ -22,15 +24,52 @@ import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './
 
 const onLimitedSpec = { onLimited: functionOption };
 
-/** Sets every header of a record; `reply.headers(record)` would allocate a key array per call. */
-function setHeaders(reply: FastifyReply, headers: Readonly<Record<string, string>>): void {
-  for (const name in headers) reply.header(name, headers[name] as string);
-}
+/**
+ * Fastify's side of the rules every adapter shares (core's `rateLimitMiddleware` and
+ * `guardMiddleware`): a reply already sent is left alone, and errors go to `done(error)`. Headers
+ * are set one by one: `reply.headers(record)` would allocate a key array per call.
+ */
+const fastify: RateLimitIdiom<
+  FastifyRequest,
+  FastifyReply,
+  HookHandlerDoneFunction,
+  FastifyRequest,
+  FastifyReply
+> = {
+  raw: (request) => request.raw,
+  req: (request) => request,
+  sent: (_request, reply) => reply.sent,
+  setHeaders(headers, _request, reply) {
+    for (const name in headers) reply.header(name, headers[name] as string);
+  },
+  send(answer: HttpAnswer, _request, reply) {
+    reply.code(answer.status);
+    for (const name in answer.headers) reply.header(name, answer.headers[name] as string);
+    reply.send(answer.body);
+  },
+  next: (_request, _reply, done) => done(),
+  fail: (error, _request, _reply, done) => done(error as Error),
+  expose(decision, request) {
+    request.rateLimit = decision;
+  },
+  rawRes: (_request, reply) => reply.raw,
+  res: (_request, reply) => reply,
+};
 
-/** Writes a core answer as it is: status, every header, body. */
-function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {
-  setHeaders(reply.code(answer.status), answer.headers);
-  reply.send(answer.body);
+/**
+ * A callback-style hook around a shared middleware: Fastify treats a hook that returns a promise as
+ * an async one, and this one answers through `done`, so its result is never returned.
+ */
+function asHook<C extends FailureLimitControls | RequestLimitControls>(
+  middleware: Middleware<FastifyRequest, FastifyReply, HookHandlerDoneFunction> & C,
+  name: string,
+): onRequestHookHandler & C {
+  const hook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    middleware(request, reply, done);
+  };
+  Object.defineProperty(hook, 'name', { value: name, configurable: true });
+  const { reconfigure, limiter, close } = middleware;
+  return withControls(hook, { reconfigure, limiter, close } as C);
 }
 
 /**
@@ -39,61 +78,27 @@ function sendAnswer(reply: FastifyReply, answer: HttpAnswer): void {
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function rateLimit(options?: RateLimitOptions): onRequestHookHandler & RequestLimitControls {
-  const { hook, gate } = createRateLimitHook(options);
-  return withControls(hook, { reconfigure: gate.reconfigure, limiter: gate.limiter });
+  return createRateLimitHook(options).hook;
 }
 
 /** Builds the {@link rateLimit} hook and returns its gate too (the plugin closes it on shutdown). */
 export function createRateLimitHook(options: RateLimitOptions | undefined): {
-  readonly hook: onRequestHookHandler;
+  readonly hook: onRequestHookHandler & RequestLimitControls;
   readonly gate: RequestGate<FastifyRequest, FastifyReply>;
 } {
   const gate = createRequestGate<FastifyRequest, FastifyReply>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
-
-  function applyRateLimit(
-    result: RequestResult | undefined,
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-  ): void {
-    if (result === undefined) {
-      done();
-    } else if (result.ok) {
-      request.rateLimit = result.decision;
-      setHeaders(reply, result.headers);
-      if (gate.tracksOutcome) gate.track(result, reply.raw, request, reply);
-      done();
-    } else if (onLimited === undefined) {
-      request.rateLimit = result.decision;
-      sendAnswer(reply, result.answer as HttpAnswer);
-    } else {
-      request.rateLimit = result.decision;
-      setHeaders(reply, result.headers);
-      const sent = onLimited(request, reply, result.decision);
-      if (isPromise(sent)) sent.then(undefined, done);
-    }
-  }
-
-  return {
-    hook: function portcullisRateLimit(
-      request: FastifyRequest,
-      reply: FastifyReply,
-      done: HookHandlerDoneFunction,
-    ): void {
-      const result = gate.run(request.raw, request);
-      if (isPromise(result))
-        result.then((r) => applyRateLimit(r, request, reply, done)).catch(done);
-      else applyRateLimit(result, request, reply, done);
-    },
-    gate,
-  };
+  const middleware = rateLimitMiddleware(gate, fastify, {
+    onLimited: onLimited && ((decision, request, reply) => onLimited(request, reply, decision)),
+  });
+  return { hook: asHook(middleware, 'portcullisRateLimit'), gate };
 }
 
-/** Continues on success; otherwise sends the gate's answer (401, 429 or 503). */
-function applyGate(result: GateResult, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (result.ok) done();
-  else sendAnswer(reply, result.answer);
+function guardHook(
+  gate: GuardGate<FastifyRequest>,
+  name: string,
+): onRequestHookHandler & FailureLimitControls {
+  return asHook(guardMiddleware(gate, fastify), name);
 }
 
 /**
@@ -103,18 +108,9 @@ function applyGate(result: GateResult, reply: FastifyReply, done: HookHandlerDon
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function authGuard(options: AuthGuardOptions): onRequestHookHandler & FailureLimitControls {
-  const gate = createAuthGate<FastifyRequest>(options, { where: 'authGuard' });
-  return withControls(
-    function portcullisAuthGuard(
-      request: FastifyRequest,
-      reply: FastifyReply,
-      done: HookHandlerDoneFunction,
-    ): void {
-      const result = gate.run(request.raw, request);
-      if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
-      else applyGate(result, reply, done);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  return guardHook(
+    createAuthGate<FastifyRequest>(options, { where: 'authGuard' }),
+    'portcullisAuthGuard',
   );
 }
 
@@ -126,17 +122,5 @@ export function authGuard(options: AuthGuardOptions): onRequestHookHandler & Fai
 export function webhookGuard(
   options: WebhookGuardOptions,
 ): onRequestHookHandler & FailureLimitControls {
-  const gate = createWebhookGate<FastifyRequest>(options);
-  return withControls(
-    function portcullisWebhookGuard(
-      request: FastifyRequest,
-      reply: FastifyReply,
-      done: HookHandlerDoneFunction,
-    ): void {
-      const result = gate.run(request.raw, request);
-      if (isPromise(result)) result.then((r) => applyGate(r, reply, done)).catch(done);
-      else applyGate(result, reply, done);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
+  return guardHook(createWebhookGate<FastifyRequest>(options), 'portcullisWebhookGuard');
 }

@@ -1,11 +1,9 @@
+import type { Decision } from '@portcullis/core';
 import type {
-  AuthGateOptions,
-  AuthOutcome,
-  Decision,
-  MaybePromise,
+  AuthGuardOptions as GuardOptions,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -33,10 +31,7 @@ export interface RateLimitOptions extends RequestGateOptions<FastifyRequest, Fas
 }
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the Fastify request. */
-export interface AuthGuardOptions extends Omit<AuthGateOptions<FastifyRequest>, 'verify'> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (request: FastifyRequest) => MaybePromise<AuthOutcome>;
-}
+export type AuthGuardOptions = GuardOptions<FastifyRequest>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Fastify request. */
 export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;

@@ -1,4 +1,5 @@
-import { PortcullisConfigError, type RequestGate } from '@portcullis/core';
+import { PortcullisConfigError } from '@portcullis/core';
+import type { RequestGate } from '@portcullis/core/adapter';
 import type {
   FastifyInstance,
   FastifyPluginCallback,

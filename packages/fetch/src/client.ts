@@ -1,10 +1,9 @@
+import type { Logger, RawRequest, Warnings } from '@portcullis/core';
 import {
   fetchRawRequest,
-  type Logger,
-  type RawRequest,
   requiredOption,
   unresolvedAddressWarning,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 
 /**
  * Compiles how a wrapped handler finds the `RawRequest` core reads: the address from the required
@@ -15,6 +14,7 @@ export function rawRequestOf<R extends Request, A extends unknown[]>(
   clientAddress: ((request: R, ...rest: A) => string | null | undefined) | undefined,
   logger: Logger | undefined,
   where: string,
+  warnings?: Warnings,
 ): (request: R, rest: A) => RawRequest {
   const address = requiredOption(
     clientAddress,
@@ -26,6 +26,7 @@ export function rawRequestOf<R extends Request, A extends unknown[]>(
     logger,
     where,
     'clientAddress(request, ...rest) returned no address.',
+    warnings,
   );
   return function rawRequest(request, rest) {
     const found = address(request, ...rest);

@@ -93,6 +93,18 @@ describe('@portcullis/fetch rateLimit', () => {
     );
   });
 
+  it('warnings: { PORTCULLIS_NO_CLIENT_ADDRESS: false } switches that warning off', async () => {
+    const logger = { warn: vi.fn(), error: vi.fn() };
+    const warnings = { PORTCULLIS_NO_CLIENT_ADDRESS: false } as const;
+    const guarded = authGuard({ verify: () => 'ok', logger, warnings, clientAddress: peer })(echo);
+    expect(
+      (await rateLimit({ logger, warnings, clientAddress: peer })(echo)(get(), from(undefined)))
+        .status,
+    ).toBe(200);
+    expect((await guarded(get(), from(undefined))).status).toBe(200);
+    expect(logger.warn).not.toHaveBeenCalled();
+  });
+
   it('X-Forwarded-For counts only from trustedProxies, as everywhere', async () => {
     const clock = manualClock(T0);
     const keyOf = async (h: (r: Request, i: Info) => Promise<Response>, address: string) =>

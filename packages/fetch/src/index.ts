@@ -5,22 +5,22 @@
  * lives here.
  * @packageDocumentation
  */
+import { type MaybePromise, PortcullisConfigError, type RawRequest } from '@portcullis/core';
 import {
   createAuthGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
   functionOption,
-  type GateResult,
+  type GuardGate,
+  guardMiddleware,
   type HttpAnswer,
   isPromise,
   knownOutcome,
-  type MaybePromise,
   outcomeOnce,
-  PortcullisConfigError,
   type RequestLimitControls,
   withControls,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import { rawRequestOf } from './client.js';
 import { exposeDecision } from './decisions.js';
 import type {
@@ -88,7 +88,12 @@ export function rateLimit<R extends Request = Request, A extends unknown[] = unk
   options: RateLimitOptions<R, A>,
 ): Wrap<R, A> & RequestLimitControls {
   const gate = createRequestGate<R, Response>(options, rateLimitSpec);
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'rateLimit');
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'rateLimit',
+    options?.warnings,
+  );
   const onLimited = options?.onLimited;
 
   return withControls(
@@ -119,23 +124,39 @@ export function rateLimit<R extends Request = Request, A extends unknown[] = unk
         return withHeaders(response, result.headers);
       };
     },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter, close: gate.close },
   );
 }
 
-/** The guarded handler of an auth or webhook gate: its answer, or the handler's. */
+/**
+ * The guarded handler of an auth or webhook gate, through core's `guardMiddleware`: its answer,
+ * or the handler's response; an error rejects the guarded handler's promise.
+ */
 function guarded<R extends Request, A extends unknown[]>(
-  run: (request: R, rest: A) => MaybePromise<GateResult>,
+  gate: GuardGate<R>,
+  rawOf: (request: R, rest: A) => RawRequest,
   where: string,
-): Wrap<R, A> {
-  return function wrap(handler) {
-    checkHandler(handler, where);
-    return async function portcullisGuard(request: R, ...rest: A): Promise<Response> {
-      const decided = run(request, rest);
-      const result = isPromise(decided) ? await decided : decided;
-      return result.ok ? handler(request, ...rest) : toResponse(result.answer);
-    };
-  };
+): Wrap<R, A> & FailureLimitControls {
+  const middleware = guardMiddleware<R, A, FetchHandler<R, A>, R>(gate, {
+    raw: rawOf,
+    req: (request) => request,
+    sent: () => false,
+    setHeaders() {},
+    send: toResponse,
+    next: (request, rest, handler) => handler(request, ...rest),
+    fail(error) {
+      throw error;
+    },
+  });
+  return withControls(
+    function wrap(handler: FetchHandler<R, A>) {
+      checkHandler(handler, where);
+      return async function portcullisGuard(request: R, ...rest: A): Promise<Response> {
+        return middleware(request, rest, handler) as MaybePromise<Response>;
+      };
+    },
+    { reconfigure: middleware.reconfigure, limiter: middleware.limiter, close: middleware.close },
+  );
 }
 
 /**
@@ -149,11 +170,13 @@ export function authGuard<R extends Request = Request, A extends unknown[] = unk
   options: AuthGuardOptions<R, A>,
 ): Wrap<R, A> & FailureLimitControls {
   const gate = createAuthGate<R>(options, { where: 'authGuard', extra: clientSpec });
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'authGuard');
-  return withControls(
-    guarded<R, A>((request, rest) => gate.run(rawOf(request, rest), request), 'authGuard'),
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'authGuard',
+    options?.warnings,
   );
+  return guarded<R, A>(gate, rawOf, 'authGuard');
 }
 
 /**
@@ -166,9 +189,11 @@ export function webhookGuard<R extends Request = Request, A extends unknown[] = 
   options: WebhookGuardOptions<R, A>,
 ): Wrap<R, A> & FailureLimitControls {
   const gate = createWebhookGate<R>(options, clientSpec);
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'webhookGuard');
-  return withControls(
-    guarded<R, A>((request, rest) => gate.run(rawOf(request, rest), request), 'webhookGuard'),
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'webhookGuard',
+    options?.warnings,
   );
+  return guarded<R, A>(gate, rawOf, 'webhookGuard');
 }

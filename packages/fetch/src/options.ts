@@ -1,11 +1,9 @@
+import type { Decision, MaybePromise } from '@portcullis/core';
 import type {
-  AuthGateOptions,
-  AuthOutcome,
-  Decision,
-  MaybePromise,
+  AuthGuardOptions as GuardOptions,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 
 /** A Fetch API handler: Bun.serve's and Deno.serve's `fetch`, a Next.js route handler, … */
 export type FetchHandler<R extends Request = Request, A extends unknown[] = unknown[]> = (
@@ -54,13 +52,13 @@ export interface RateLimitOptions<R extends Request = Request, A extends unknown
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the request. */
 export interface AuthGuardOptions<R extends Request = Request, A extends unknown[] = unknown[]>
-  extends Omit<AuthGateOptions<R>, 'verify'>,
+  extends GuardOptions<R>,
     ClientAddressOption<R, A> {
   /**
    * Compares the request's credentials (constant-time, please). To read the body, read a clone
    * (`request.clone().json()`): the handler gets the request after it.
    */
-  verify: (request: R) => MaybePromise<AuthOutcome>;
+  verify: GuardOptions<R>['verify'];
 }
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the request. */

@@ -1,9 +1,5 @@
-import {
-  fetchRawRequest,
-  type Logger,
-  type RawRequest,
-  unresolvedAddressWarning,
-} from '@portcullis/core';
+import type { Logger, RawRequest, Warnings } from '@portcullis/core';
+import { fetchRawRequest, unresolvedAddressWarning } from '@portcullis/core/adapter';
 import type { Context, Env } from 'hono';
 
 /** The part of `@hono/node-server`'s bindings read here: the Node request behind `c.req.raw`. */
@@ -33,11 +29,13 @@ export function rawRequestOf<E extends Env>(
   clientAddress: ((c: Context<E>) => string | null | undefined) | undefined,
   logger: Logger | undefined,
   where: string,
+  warnings?: Warnings,
 ): (c: Context<E>) => RawRequest {
   const warn = unresolvedAddressWarning(
     logger,
     where,
     'Pass clientAddress(c) (see the @portcullis/hono README for Bun, Deno, Cloudflare and Vercel), or serve the app with @hono/node-server.',
+    warnings,
   );
   if (clientAddress !== undefined) {
     return function fromClientAddress(c) {

@@ -9,7 +9,8 @@ import {
   createWebhookGate,
   type FailureLimitControls,
   functionOption,
-  type GateResult,
+  type GuardGate,
+  guardMiddleware,
   type HttpAnswer,
   isPromise,
   knownOutcome,
@@ -17,7 +18,8 @@ import {
   type RequestLimitControls,
   type RequestResult,
   withControls,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
+import type { RawRequest } from '@portcullis/core';
 import type { Context, Env, MiddlewareHandler, Next } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { rawRequestOf } from './client.js';
@@ -70,7 +72,12 @@ export function rateLimit<E extends Env = Env>(
   options?: RateLimitOptions<E>,
 ): MiddlewareHandler<E> & RequestLimitControls {
   const gate = createRequestGate<Context<E>, Response>(options, rateLimitSpec);
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'rateLimit');
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'rateLimit',
+    options?.warnings,
+  );
   const onLimited = options?.onLimited;
 
   async function allowed(result: RequestResult, c: Context<E>, next: Next) {
@@ -121,19 +128,38 @@ export function rateLimit<E extends Env = Env>(
       }
       return isPromise(result) ? result.then((r) => apply(r, c, next)) : apply(result, c, next);
     },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+    { reconfigure: gate.reconfigure, limiter: gate.limiter, close: gate.close },
   );
 }
 
-/** Continues on success; otherwise answers with the gate's answer (401, 429 or 503). */
-async function applyGate(
-  result: GateResult,
-  c: Context,
-  next: Next,
-): Promise<Response | undefined> {
-  if (!result.ok) return answer(c, result.answer);
-  await next();
-  return undefined;
+/**
+ * An auth or webhook guard through core's `guardMiddleware`: a refusal is the handler's
+ * response, and an error is thrown for Hono's error handling.
+ */
+function guard<E extends Env>(
+  gate: GuardGate<Context<E>>,
+  rawOf: (c: Context<E>) => RawRequest,
+  name: string,
+): MiddlewareHandler<E> & FailureLimitControls {
+  const middleware = guardMiddleware<Context<E>, Next, void, Context<E>>(gate, {
+    raw: rawOf,
+    req: (c) => c,
+    sent: () => false,
+    setHeaders: (headers, c) => setHeaders(c, headers),
+    send: (a, c) => answer(c, a),
+    next: (_c, next) => next(),
+    fail(error) {
+      throw error;
+    },
+  });
+  const handler = async (c: Context<E>, next: Next): Promise<Response | undefined> =>
+    middleware(c, next) as Response | undefined;
+  Object.defineProperty(handler, 'name', { value: name, configurable: true });
+  return withControls(handler, {
+    reconfigure: middleware.reconfigure,
+    limiter: middleware.limiter,
+    close: middleware.close,
+  });
 }
 
 /**
@@ -146,14 +172,13 @@ export function authGuard<E extends Env = Env>(
   options: AuthGuardOptions<E>,
 ): MiddlewareHandler<E> & FailureLimitControls {
   const gate = createAuthGate<Context<E>>(options, { where: 'authGuard', extra: clientSpec });
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'authGuard');
-  return withControls(
-    async function portcullisAuthGuard(c: Context<E>, next: Next) {
-      const result = gate.run(rawOf(c), c);
-      return applyGate(isPromise(result) ? await result : result, c, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'authGuard',
+    options?.warnings,
   );
+  return guard(gate, rawOf, 'portcullisAuthGuard');
 }
 
 /**
@@ -166,12 +191,11 @@ export function webhookGuard<E extends Env = Env>(
   options: WebhookGuardOptions<E>,
 ): MiddlewareHandler<E> & FailureLimitControls {
   const gate = createWebhookGate<Context<E>>(options, clientSpec);
-  const rawOf = rawRequestOf(options?.clientAddress, options?.logger, 'webhookGuard');
-  return withControls(
-    async function portcullisWebhookGuard(c: Context<E>, next: Next) {
-      const result = gate.run(rawOf(c), c);
-      return applyGate(isPromise(result) ? await result : result, c, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
+  const rawOf = rawRequestOf(
+    options?.clientAddress,
+    options?.logger,
+    'webhookGuard',
+    options?.warnings,
   );
+  return guard(gate, rawOf, 'portcullisWebhookGuard');
 }

@@ -1,11 +1,9 @@
+import type { Decision } from '@portcullis/core';
 import type {
-  AuthGateOptions,
-  AuthOutcome,
-  Decision,
-  MaybePromise,
+  AuthGuardOptions as GuardOptions,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import type { Context, Env } from 'hono';
 
 /**
@@ -63,11 +61,8 @@ export interface RateLimitOptions<E extends Env = Env>
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the context. */
 export interface AuthGuardOptions<E extends Env = Env>
-  extends Omit<AuthGateOptions<Context<E>>, 'verify'>,
-    ClientAddressOption<E> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (c: Context<E>) => MaybePromise<AuthOutcome>;
-}
+  extends GuardOptions<Context<E>>,
+    ClientAddressOption<E> {}
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the context. */
 export interface WebhookGuardOptions<E extends Env = Env>

@@ -5,24 +5,17 @@
  */
 import {
   createAuthGate,
-  type FailureLimitControls,
-  type RequestLimitControls,
-  withControls,
   createRequestGate,
   createWebhookGate,
+  type FailureLimitControls,
   functionOption,
-  type GateResult,
+  guardMiddleware,
   type HttpAnswer,
-  isPromise,
-  type RequestResult,
-} from '@portcullis/core';
-import type {
-  Request as KoaRequest,
-  Response as KoaResponse,
-  Middleware,
-  Next,
-  ParameterizedContext,
-} from 'koa';
+  type RateLimitIdiom,
+  type RequestLimitControls,
+  rateLimitMiddleware,
+} from '@portcullis/core/adapter';
+import type { Request as KoaRequest, Response as KoaResponse, Middleware, Next } from 'koa';
 import type {
   AuthGuardOptions,
   RateLimitContext,
@@ -43,21 +36,35 @@ export type {
 const onLimitedSpec = { onLimited: functionOption };
 
 /**
- * Sets the counter headers of an allowed request: what `ctx.set(headers)` does for string values,
- * without the arrays Koa builds per call (this runs on every request).
+ * Koa's side of the rules every adapter shares (core's `rateLimitMiddleware` and
+ * `guardMiddleware`): the middleware returns `next()`'s promise, and an error is thrown for
+ * Koa's error handling. Counter headers are set on the Node response directly: what
+ * `ctx.set(headers)` does for string values, without the arrays Koa builds per call (this runs on
+ * every request).
  */
-function setHeaders(ctx: ParameterizedContext, headers: Readonly<Record<string, string>>): void {
-  const res = ctx.res;
-  if (res.headersSent) return;
-  for (const name in headers) res.setHeader(name, headers[name] as string);
-}
-
-/** Writes a core answer as it is: status, every header, body. */
-function sendAnswer(ctx: ParameterizedContext, answer: HttpAnswer): void {
-  ctx.status = answer.status;
-  ctx.set(answer.headers);
-  ctx.body = answer.body;
-}
+const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse> = {
+  raw: (ctx) => ctx.req,
+  req: (ctx) => ctx.request,
+  sent: (ctx) => ctx.res.headersSent,
+  setHeaders(headers, ctx) {
+    const res = ctx.res;
+    for (const name in headers) res.setHeader(name, headers[name] as string);
+  },
+  send(answer: HttpAnswer, ctx) {
+    ctx.status = answer.status;
+    ctx.set(answer.headers);
+    ctx.body = answer.body;
+  },
+  next: (_ctx, next) => next(),
+  fail(error) {
+    throw error;
+  },
+  expose(decision, ctx) {
+    ctx.state.rateLimit = decision;
+  },
+  rawRes: (ctx) => ctx.res,
+  res: (ctx) => ctx.response,
+};
 
 /**
  * The general request limiter (docs/design.md#request-limiter) as Koa middleware. Allowed requests get the counter
@@ -69,39 +76,10 @@ export function rateLimit(
 ): Middleware<RateLimitState> & RequestLimitControls {
   const gate = createRequestGate<KoaRequest, KoaResponse>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
-
-  function applyRateLimit(
-    result: RequestResult | undefined,
-    ctx: RateLimitContext,
-    next: Next,
-  ): unknown {
-    if (result === undefined) return next();
-    ctx.state.rateLimit = result.decision;
-    if (result.ok) {
-      setHeaders(ctx, result.headers);
-      if (gate.tracksOutcome) gate.track(result, ctx.res, ctx.request, ctx.response);
-      return next();
-    }
-    if (onLimited === undefined) return sendAnswer(ctx, result.answer as HttpAnswer);
-    ctx.set(result.headers);
-    return onLimited(ctx.request, ctx, result.decision);
-  }
-
-  return withControls(
-    function portcullisRateLimit(ctx: RateLimitContext, next: Next): unknown {
-      const result = gate.run(ctx.req, ctx.request);
-      return isPromise(result)
-        ? result.then((r) => applyRateLimit(r, ctx, next))
-        : applyRateLimit(result, ctx, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
-}
-
-/** Continues on success; otherwise writes the gate's answer (401, 429 or 503). */
-function applyGate(result: GateResult, ctx: ParameterizedContext, next: Next): unknown {
-  if (result.ok) return next();
-  return sendAnswer(ctx, result.answer);
+  return rateLimitMiddleware(gate, koa, {
+    name: 'portcullisRateLimit',
+    onLimited: onLimited && ((decision, ctx) => onLimited(ctx.request, ctx, decision)),
+  });
 }
 
 /**
@@ -111,16 +89,9 @@ function applyGate(result: GateResult, ctx: ParameterizedContext, next: Next): u
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function authGuard(options: AuthGuardOptions): Middleware & FailureLimitControls {
-  const gate = createAuthGate<KoaRequest>(options, { where: 'authGuard' });
-  return withControls(
-    function portcullisAuthGuard(ctx: ParameterizedContext, next: Next): unknown {
-      const result = gate.run(ctx.req, ctx.request);
-      return isPromise(result)
-        ? result.then((r) => applyGate(r, ctx, next))
-        : applyGate(result, ctx, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
+  return guardMiddleware(createAuthGate<KoaRequest>(options, { where: 'authGuard' }), koa, {
+    name: 'portcullisAuthGuard',
+  }) as Middleware & FailureLimitControls;
 }
 
 /**
@@ -129,14 +100,7 @@ export function authGuard(options: AuthGuardOptions): Middleware & FailureLimitC
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
 export function webhookGuard(options: WebhookGuardOptions): Middleware & FailureLimitControls {
-  const gate = createWebhookGate<KoaRequest>(options);
-  return withControls(
-    function portcullisWebhookGuard(ctx: ParameterizedContext, next: Next): unknown {
-      const result = gate.run(ctx.req, ctx.request);
-      return isPromise(result)
-        ? result.then((r) => applyGate(r, ctx, next))
-        : applyGate(result, ctx, next);
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter },
-  );
+  return guardMiddleware(createWebhookGate<KoaRequest>(options), koa, {
+    name: 'portcullisWebhookGuard',
+  }) as Middleware & FailureLimitControls;
 }

@@ -1,11 +1,9 @@
+import type { Decision } from '@portcullis/core';
 import type {
-  AuthGateOptions,
-  AuthOutcome,
-  Decision,
-  MaybePromise,
+  AuthGuardOptions as GuardOptions,
   RequestGateOptions,
   WebhookGateOptions,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import type { Request as KoaRequest, Response as KoaResponse, ParameterizedContext } from 'koa';
 
 /** What `rateLimit` adds to `ctx.state`. */
@@ -42,10 +40,7 @@ export interface RateLimitOptions extends RequestGateOptions<KoaRequest, KoaResp
 }
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives Koa's request object (`ctx.request`). */
-export interface AuthGuardOptions extends Omit<AuthGateOptions<KoaRequest>, 'verify'> {
-  /** Compares the request's credentials (constant-time, please). */
-  verify: (req: KoaRequest) => MaybePromise<AuthOutcome>;
-}
+export type AuthGuardOptions = GuardOptions<KoaRequest>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives Koa's request object (`ctx.request`). */
 export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;

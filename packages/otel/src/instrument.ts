@@ -9,13 +9,11 @@ import {
   type Clock,
   channels,
   type DecisionReason,
-  integerOption,
-  methodsOption,
   type PortcullisEvent,
-  parseOptions,
   type StoreCallEvent,
   systemClock,
 } from '@portcullis/core';
+import { integerOption, methodsOption, parseOptions } from '@portcullis/core/adapter';
 import { ActiveLockouts } from './active-lockouts.js';
 
 /** Options of {@link instrument}. */

@@ -1,4 +1,4 @@
-import type { OptionCheck } from '@portcullis/core';
+import type { OptionCheck } from '@portcullis/core/adapter';
 
 /** A string (possibly empty: an empty prefix is legitimate on a dedicated Redis database). */
 export const string: OptionCheck<string> = (value, fail) =>

@@ -1,4 +1,5 @@
-import { callSafely, type Logger } from '@portcullis/core';
+import type { Logger } from '@portcullis/core';
+import { callSafely } from '@portcullis/core/adapter';
 
 /*
  * User callbacks that only observe (hooks such as `onLimited`, loggers) must never break a call,

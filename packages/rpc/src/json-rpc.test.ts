@@ -2,12 +2,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  authFailedError,
   authRateLimitedError,
   methodRateLimitedError,
-  requestRateLimitedError,
   storeUnavailableError,
 } from '@portcullis/core';
+import { authFailedError, requestRateLimitedError } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';

@@ -2,17 +2,16 @@ import {
   type Clock,
   createWindowLimiter,
   type Decision,
-  isPromise,
   type Logger,
   type MaybePromise,
   methodRateLimitedError,
   PortcullisConfigError,
-  parseOptions,
   type Store,
   storeUnavailableError,
   type Timers,
   type WindowLimiter,
 } from '@portcullis/core';
+import { isPromise, parseOptions } from '@portcullis/core/adapter';
 import { callHook } from './callbacks.js';
 import { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
 import { callerKey, contextIdentity, joinKey, type MethodIdentity } from './identity.js';

@@ -1,4 +1,4 @@
-import type { OptionCheck } from '@portcullis/core';
+import type { OptionCheck } from '@portcullis/core/adapter';
 
 /**
  * A compiled list of method patterns: exact names, and `prefix.*` patterns that match every method

@@ -1,9 +1,9 @@
 import {
   PortcullisConfigError,
-  parseOptions,
   type RestartAttempt,
   type RestartScheduler,
 } from '@portcullis/core';
+import { parseOptions } from '@portcullis/core/adapter';
 import { PortcullisRpcError } from './errors.js';
 import { checkMethod, isControl } from './method-name.js';
 import type { Dispatcher, Wrapped } from './types.js';

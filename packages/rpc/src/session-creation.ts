@@ -1,13 +1,11 @@
 import {
   type Clock,
   createSessionCreationLimiter,
-  isPromise,
   type Logger,
-  PortcullisConfigError,
-  parseOptions,
   type SessionCreationLimiter,
   type Timers,
 } from '@portcullis/core';
+import { exclusiveLimiter, isPromise, parseOptions } from '@portcullis/core/adapter';
 import { checkMethod } from './method-name.js';
 import { compileMethodPatterns, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
@@ -89,18 +87,7 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
 ): SessionCreationDispatcher<Params, Ctx, Result> {
   checkDispatch(dispatch, WHERE);
   const o = parseOptions(options, sessionSpec, WHERE);
-  if (o.limiter !== undefined) {
-    const clash = (['limit', 'windowMs', 'clock', 'timers', 'dryRun', 'logger'] as const).find(
-      (k) => o[k] !== undefined,
-    );
-    if (clash !== undefined) {
-      throw new PortcullisConfigError(
-        'ERR_PORTCULLIS_LIMITER',
-        'limiter',
-        `${WHERE}: pass either limiter or ${clash} (which configures a limiter created here), not both`,
-      );
-    }
-  }
+  exclusiveLimiter(o, ['limit', 'windowMs', 'clock', 'timers', 'dryRun', 'logger'], WHERE);
   const limiter =
     o.limiter ??
     createSessionCreationLimiter({

@@ -1,4 +1,5 @@
-import { functionOption, type OptionCheck, PortcullisConfigError } from '@portcullis/core';
+import { PortcullisConfigError } from '@portcullis/core';
+import { functionOption, type OptionCheck } from '@portcullis/core/adapter';
 
 /*
  * The option checks are core's (one set for every package); `func` is wrapped to carry the
@@ -11,7 +12,7 @@ export {
   methodsOption as withMethods,
   nonEmptyStringOption as nonEmptyString,
   oneOfOption as oneOf,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 
 /** A function (typed as `F`). */
 export function func<F>(): OptionCheck<F> {

@@ -1,15 +1,14 @@
 import http, { type IncomingMessage } from 'node:http';
 import {
-  authFailedError,
   authRateLimitedError,
   createFailureLimiter,
   type Decision,
   type FailureLimiter,
-  isPromise,
   PortcullisConfigError,
   type RawRequest,
   storeUnavailableError,
 } from '@portcullis/core';
+import { authFailedError, isPromise } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';

@@ -1,19 +1,21 @@
 import {
-  type AuthFailedError,
-  type AuthGateOptions,
   type AuthOutcome,
   type AuthRateLimitedError,
-  createAuthGate,
   type Decision,
   type ErrorShape,
   type FailureLimiter,
   type FailureLimiterReconfig,
-  type GateResult,
-  isPromise,
   type MaybePromise,
   PortcullisConfigError,
   type RawRequest,
 } from '@portcullis/core';
+import {
+  type AuthFailedError,
+  type AuthGateOptions,
+  createAuthGate,
+  type GateResult,
+  isPromise,
+} from '@portcullis/core/adapter';
 
 /** Options of {@link createConnectAuth}: those of gateway auth, without `verify` (your code checks the frame). */
 export type ConnectAuthOptions = Omit<AuthGateOptions<unknown>, 'verify'>;
@@ -117,39 +119,33 @@ export interface ConnectAuth {
 const OPEN = 1;
 const CLOSING = 2;
 
-function toResult(result: GateResult, outcome: AuthOutcome): ConnectAuthResult {
+function toResult(result: GateResult): ConnectAuthResult {
   if (result.ok) return { ok: true, decision: result.decision };
-  const { decision, answer } = result;
+  const { decision, reason } = result;
   const error = result.error as ErrorShape;
-  if (answer.status === 429) {
-    return {
-      ok: false,
-      reason: 'rate_limited',
-      error: error as AuthRateLimitedError,
-      closeCode: 1008,
-      closeReason: error.message,
-      decision,
-    };
+  switch (reason) {
+    case 'rate_limited':
+      return {
+        ok: false,
+        reason,
+        error: error as AuthRateLimitedError,
+        closeCode: 1008,
+        closeReason: error.message,
+        decision,
+      };
+    case 'invalid':
+    case 'missing':
+      return {
+        ok: false,
+        reason,
+        error: error as AuthFailedError,
+        closeCode: 1008,
+        closeReason: error.message,
+        decision,
+      };
+    case 'unavailable':
+      return { ok: false, reason, error, closeCode: 1013, closeReason: error.message, decision };
   }
-  if (answer.status === 401) {
-    const reason = outcome === 'missing' ? 'missing' : 'invalid';
-    return {
-      ok: false,
-      reason,
-      error: error as AuthFailedError,
-      closeCode: 1008,
-      closeReason: error.message,
-      decision,
-    };
-  }
-  return {
-    ok: false,
-    reason: 'unavailable',
-    error,
-    closeCode: 1013,
-    closeReason: error.message,
-    decision,
-  };
 }
 
 /**
@@ -188,9 +184,7 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
       attemptOptions?: AttemptOptions,
     ): MaybePromise<ConnectAuthResult> {
       const result = gate.decide(req, outcome, attemptOptions?.scope);
-      return isPromise(result)
-        ? result.then((r) => toResult(r, outcome))
-        : toResult(result, outcome);
+      return isPromise(result) ? result.then(toResult) : toResult(result);
     },
     refuse(
       ws: ClosableSocket,
@@ -209,11 +203,6 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
     limiter: gate.limiter,
     browserLimiter: gate.browserLimiter,
     reconfigure: gate.reconfigure,
-    close(): MaybePromise<void> {
-      const closing: MaybePromise<void>[] = [];
-      if (options?.limiter === undefined) closing.push(gate.limiter.close());
-      if (options?.browserLimiter === undefined) closing.push(gate.browserLimiter.close());
-      return closing.some(isPromise) ? Promise.all(closing).then(() => undefined) : undefined;
-    },
+    close: gate.close,
   };
 }

@@ -4,12 +4,12 @@ import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import {
   type AuthOutcome,
-  authFailedError,
   authRateLimitedError,
   createFailureLimiter,
   type Logger,
   PortcullisConfigError,
 } from '@portcullis/core';
+import { authFailedError } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer } from 'ws';

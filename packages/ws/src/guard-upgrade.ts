@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { type MaybePromise, PortcullisConfigError } from '@portcullis/core';
 import {
-  type AuthGateOptions,
-  type AuthOutcome,
+  type AuthGuardOptions,
   callSafely,
   createAuthGate,
   type FailureLimitControls,
@@ -10,11 +10,9 @@ import {
   type GateResult,
   type HttpAnswer,
   isPromise,
-  type MaybePromise,
   functionOption,
-  PortcullisConfigError,
   safeLogger,
-} from '@portcullis/core';
+} from '@portcullis/core/adapter';
 import { refuseSocket } from './raw-response.js';
 
 /** Node's `upgrade` listener signature. */
@@ -54,13 +52,12 @@ export interface WebSocketServerLike<Ws> {
 export type UpgradeRefusal = Extract<GateResult, { ok: false }>;
 
 /** Options of {@link guardUpgrade}. */
-export interface GuardUpgradeOptions<Ws = unknown>
-  extends Omit<AuthGateOptions<IncomingMessage>, 'verify'> {
+export interface GuardUpgradeOptions<Ws = unknown> extends AuthGuardOptions<IncomingMessage> {
   /**
    * Checks the credentials of an upgrade request (a header, a query parameter, a subprotocol…) and
    * says `'ok'`, `'invalid'` or `'missing'`. May return a promise. Keep the comparison constant-time.
    */
-  verify: (req: IncomingMessage) => MaybePromise<AuthOutcome>;
+  verify: AuthGuardOptions<IncomingMessage>['verify'];
   /**
    * Called after `wss` has emitted `connection` for an accepted socket. A throw or a rejected
    * promise is reported to `logger.error` (else as a process warning), never a crash.
@@ -263,21 +260,19 @@ export function guardUpgrade<Ws>(
 
   server.on('upgrade', onUpgrade);
   let attached = true;
-  const controls = { reconfigure: gate.reconfigure, limiter: gate.limiter };
-  return withControls(function detachGuardUpgrade(): void {
+  function detachGuardUpgrade(): void {
     if (!attached) return;
     attached = false;
     server.off('upgrade', onUpgrade);
-    for (const [given, limiter] of [
-      [options.limiter, gate.limiter],
-      [options.browserLimiter, gate.browserLimiter],
-    ] as const) {
-      if (given !== undefined) continue;
-      const closing = limiter.close();
-      if (isPromise(closing))
-        closing.catch((error: unknown) =>
-          report(error, 'Portcullis guardUpgrade: closing a limiter failed'),
-        );
-    }
-  }, controls);
+    const closing = gate.close();
+    if (isPromise(closing))
+      closing.catch((error: unknown) =>
+        report(error, 'Portcullis guardUpgrade: closing a limiter failed'),
+      );
+  }
+  return withControls(detachGuardUpgrade, {
+    reconfigure: gate.reconfigure,
+    limiter: gate.limiter,
+    close: detachGuardUpgrade,
+  });
 }

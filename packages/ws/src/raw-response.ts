@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { HttpAnswer } from '@portcullis/core';
+import type { HttpAnswer } from '@portcullis/core/adapter';
 
 /** Header names this module sets itself; an answer's own copies of them are dropped. */
 const OWN_HEADERS = new Set(['connection', 'content-length']);

@@ -5,13 +5,12 @@
  */
 import {
   authSubject,
-  createAuthGate,
-  type GateResult,
   isLoopback,
   normalizeIp,
   type RawRequest,
   resolveClient,
 } from '@portcullis/core';
+import { createAuthGate, type GateResult } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -38,11 +38,23 @@ export function textAnswer(
   };
 }
 
+/**
+ * Why a gate refused a request, so that a transport with answers of its own (a WebSocket close
+ * frame) need not infer it from the HTTP status:
+ * - `missing`: no credentials (an auth gate never counts these);
+ * - `invalid`: wrong credentials, counted (the one that starts a lockout included);
+ * - `rate_limited`: a lockout in force (HTTP 429);
+ * - `unavailable`: the shared store failed and its policy refuses (`onError: 'closed'`, HTTP 503).
+ */
+export type RefusalReason = 'missing' | 'invalid' | 'rate_limited' | 'unavailable';
+
 /** What a gate concluded about one request. */
 export type GateResult =
   | { readonly ok: true; readonly decision: Decision | undefined }
   | {
       readonly ok: false;
+      /** Why it was refused. */
+      readonly reason: RefusalReason;
       readonly decision: Decision | undefined;
       readonly answer: HttpAnswer;
       readonly error: ErrorShape | undefined;

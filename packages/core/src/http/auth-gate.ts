@@ -1,5 +1,5 @@
 import { createClientResolver, parseTrustedProxies, type RawRequest } from '../client.js';
-import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
+import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import type { Decision } from '../decision.js';
 import {
   type ErrorShape,
@@ -19,9 +19,9 @@ import {
   normalizeScope,
   refusedUncounted,
 } from '../failure-limiter.js';
-import { PortcullisConfigError } from '../errors.js';
 import {
   boolean,
+  exclusiveLimiter,
   func,
   hiddenOption,
   integer,
@@ -31,6 +31,7 @@ import {
 } from '../options.js';
 import { presets } from '../presets.js';
 import { type AuthSubject, authSubject } from '../subject.js';
+import { type Warnings, warningsOption } from '../warnings.js';
 import { type GateResult, jsonAnswer } from './answer.js';
 import {
   type BrowserBudgetOptions,
@@ -77,6 +78,22 @@ export interface AuthGateOptions<Req> extends FailureLimiterOptions {
   allowRealIpFallback?: boolean;
   /** Receives the untrusted-loopback-proxy warning. */
   logger?: Logger;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`);
+   * the limiters the gate builds get the same.
+   * @default every warning on
+   */
+  warnings?: Warnings;
+}
+
+/**
+ * Options of an adapter's `authGuard` (docs/design.md#adapters): those of {@link createAuthGate},
+ * with `verify` required and receiving what the framework calls its request (`Req`). Adapters
+ * add their own translation options (a client address, hooks) beside these.
+ */
+export interface AuthGuardOptions<Req> extends Omit<AuthGateOptions<Req>, 'verify'> {
+  /** Compares the request's credentials (constant-time, please). */
+  verify: (req: Req) => MaybePromise<AuthOutcome>;
 }
 
 /** A string (blank means the default scope, as docs/design.md#failure-limiter says). */
@@ -91,6 +108,7 @@ export const clientOptionSpec = {
   },
   allowRealIpFallback: boolean,
   logger: withMethods<Logger>('warn', 'error'),
+  warnings: warningsOption,
 };
 
 /** Extra option names an adapter may accept on top of a gate's (its own translation options). */
@@ -110,7 +128,11 @@ export interface GateSetup {
 }
 
 /** The failure-limiter options a gate takes flat, beside its own (the gate's `logger` is shared). */
-const { logger: _sharedLogger, ...limiterOptionSpec } = failureLimiterSpec;
+const {
+  logger: _sharedLogger,
+  warnings: _sharedWarnings,
+  ...limiterOptionSpec
+} = failureLimiterSpec;
 export const flatLimiterSpec = {
   ...limiterOptionSpec,
   options: hiddenOption((_value: unknown, fail: (expected: string) => never): never =>
@@ -128,16 +150,10 @@ export function flatLimiterOptions(
   o: Record<string, unknown> & { limiter?: unknown },
   where: string,
 ): FailureLimiterOptions {
+  const names = Object.keys(limiterOptionSpec);
+  exclusiveLimiter(o, names, where);
   const out: Record<string, unknown> = {};
-  for (const name of Object.keys(limiterOptionSpec)) if (o[name] !== undefined) out[name] = o[name];
-  const clash = Object.keys(out)[0];
-  if (o.limiter !== undefined && clash !== undefined) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_LIMITER',
-      'limiter',
-      `${where}: pass either "limiter" or limiter options such as "${clash}", not both ("${clash}" belongs to the limiter you pass; set it there)`,
-    );
-  }
+  for (const name of names) if (o[name] !== undefined) out[name] = o[name];
   return out as FailureLimiterOptions;
 }
 
@@ -166,6 +182,17 @@ export interface AuthGate<Req> {
    * browser limiter and budgets built from it, follow at once; earned lockouts are kept.
    */
   reconfigure(partial: FailureLimiterReconfig): void;
+  /**
+   * Closes the limiters the gate built (and with them the browser budgets' stores it made); a
+   * `limiter` or `browserLimiter` you passed is yours to close.
+   */
+  close(): MaybePromise<void>;
+}
+
+/** Closes `limiters`, synchronously when every one closes so. */
+export function closeAll(limiters: readonly { close(): MaybePromise<void> }[]): MaybePromise<void> {
+  const closing = limiters.map((limiter) => limiter.close());
+  return closing.some(isPromise) ? Promise.all(closing).then(() => undefined) : undefined;
 }
 
 /** Freezes an error shape and its details, so a shared one cannot be changed by a caller. */
@@ -218,6 +245,7 @@ export function createAuthGate<Req>(
     createFailureLimiter({
       ...presets.gatewayAuth,
       ...(o.logger !== undefined && { logger: o.logger }),
+      ...(o.warnings !== undefined && { warnings: o.warnings }),
       ...own,
     });
   const lockoutLogger = limiter.logger ?? o.logger;
@@ -231,6 +259,7 @@ export function createAuthGate<Req>(
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
+    ...(o.warnings !== undefined && { warnings: o.warnings }),
   });
   // The fixed answers are built once; only a lockout's body depends on the request.
   // Frozen, because the same objects go to every caller (a ws refusal hands them to user code).
@@ -243,11 +272,18 @@ export function createAuthGate<Req>(
 
   function refuse(d: Decision): GateResult {
     if (d.reason === 'store-error') {
-      return { ok: false, decision: d, answer: unavailable, error: unavailableError };
+      return {
+        ok: false,
+        reason: 'unavailable',
+        decision: d,
+        answer: unavailable,
+        error: unavailableError,
+      };
     }
     const error = authRateLimitedError(d.retryAfterMs);
     return {
       ok: false,
+      reason: 'rate_limited',
       decision: d,
       answer: jsonAnswer(429, error, { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) }),
       error,
@@ -293,7 +329,7 @@ export function createAuthGate<Req>(
       return mapMaybe(lim.recordFailure(subject, scope), (after) =>
         refusedUncounted(after)
           ? refuse(after)
-          : { ok: false, decision: after, answer: invalid, error: invalidError },
+          : { ok: false, reason: 'invalid', decision: after, answer: invalid, error: invalidError },
       );
     });
   }
@@ -324,7 +360,13 @@ export function createAuthGate<Req>(
             const raced = after.filter(refusedUncounted);
             return raced.length > 0
               ? refuse(firstRefusal(raced) as Decision)
-              : { ok: false, decision: after[0] as Decision, answer: invalid, error: invalidError };
+              : {
+                  ok: false,
+                  reason: 'invalid',
+                  decision: after[0] as Decision,
+                  answer: invalid,
+                  error: invalidError,
+                };
           },
         );
       },
@@ -338,7 +380,13 @@ export function createAuthGate<Req>(
   ): MaybePromise<GateResult> {
     const found = checkOutcome(outcome);
     if (found === 'missing')
-      return { ok: false, decision: undefined, answer: missing, error: missingError };
+      return {
+        ok: false,
+        reason: 'missing',
+        decision: undefined,
+        answer: missing,
+        error: missingError,
+      };
     const scope = scopeOverride ?? gateScope;
     const client = resolve(raw);
     if (client.origin === undefined)
@@ -366,6 +414,12 @@ export function createAuthGate<Req>(
     browserLimiter,
     reconfigure(partial: FailureLimiterReconfig): void {
       limiter.reconfigure(partial);
+    },
+    close(): MaybePromise<void> {
+      return closeAll([
+        ...(o.limiter === undefined ? [limiter] : []),
+        ...(o.browserLimiter === undefined ? [browserLimiter] : []),
+      ]);
     },
   };
 }

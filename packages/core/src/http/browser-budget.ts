@@ -1,5 +1,5 @@
 import type { ClientInfo } from '../client.js';
-import { isPromise, type MaybePromise } from '../clock.js';
+import { isPromise, type MaybePromise } from '../promise.js';
 import type { Decision } from '../decision.js';
 import type { Logger } from '../events.js';
 import { createFailureLimiter, type FailureLimiter } from '../failure-limiter.js';

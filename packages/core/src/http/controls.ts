@@ -1,4 +1,5 @@
 import type { FailureLimiter, FailureLimiterReconfig } from '../failure-limiter.js';
+import type { MaybePromise } from '../promise.js';
 import type { WindowLimiter, WindowLimiterReconfig } from '../window-limiter.js';
 
 /** What a mounted `rateLimit` middleware offers its owner: live numbers and its limiter. */
@@ -7,6 +8,11 @@ export interface RequestLimitControls {
   reconfigure(partial: WindowLimiterReconfig): void;
   /** The window limiter behind the middleware (`peek`, `reset`, …). */
   readonly limiter: WindowLimiter;
+  /**
+   * Stops what the middleware built (the store's sweep timer); a `limiter` or `store` you passed
+   * is yours to close. Call it when the app shuts down or the middleware is replaced.
+   */
+  close(): MaybePromise<void>;
 }
 
 /** What a mounted auth or webhook guard offers its owner: live numbers and its limiter. */
@@ -15,6 +21,11 @@ export interface FailureLimitControls {
   reconfigure(partial: FailureLimiterReconfig): void;
   /** The failure limiter behind the guard (`check`, `reset`, …). */
   readonly limiter: FailureLimiter;
+  /**
+   * Closes the limiters the guard built (their stores' sweep timers); a `limiter` or
+   * `browserLimiter` you passed is yours to close.
+   */
+  close(): MaybePromise<void>;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
 import { tell } from '../safe-call.js';
+import { silenced, type Warnings } from '../warnings.js';
 import type { RawResponse } from './request-gate.js';
 
 /** The part of a Fetch API `Headers` object read here. */
@@ -84,8 +85,9 @@ export function unresolvedAddressWarning(
   logger: Logger | undefined,
   where: string,
   fix: string,
+  warnings?: Warnings,
 ): () => void {
-  let warned = false;
+  let warned = silenced(warnings, 'PORTCULLIS_NO_CLIENT_ADDRESS');
   return () => {
     if (warned) return;
     warned = true;

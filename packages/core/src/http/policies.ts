@@ -1,4 +1,4 @@
-import { isPromise, type MaybePromise } from '../clock.js';
+import { isPromise, type MaybePromise } from '../promise.js';
 import { type Decision, withKey } from '../decision.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
 import { optionErrorCode } from '../errors.js';

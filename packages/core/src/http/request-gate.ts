@@ -1,8 +1,8 @@
 import { compileClientRules, type RawRequest } from '../client.js';
-import { isPromise, type MaybePromise, type Clock, systemClock, type Timers } from '../clock.js';
+import { type Clock, systemClock, type Timers } from '../clock.js';
+import { isPromise, type MaybePromise } from '../promise.js';
 import { callSafely, tell } from '../safe-call.js';
 import type { Decision } from '../decision.js';
-import { PortcullisConfigError } from '../errors.js';
 import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
 import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
@@ -11,6 +11,7 @@ import {
   boolean,
   duration,
   either,
+  exclusiveLimiter,
   func,
   integer,
   oneOf,
@@ -25,6 +26,7 @@ import {
   type WindowLimiter,
   type WindowLimiterReconfig,
 } from '../window-limiter.js';
+import type { Warnings } from '../warnings.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
 import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
 import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
@@ -77,6 +79,12 @@ export interface RequestGateOptions<Req, Res = unknown> {
   allowRealIpFallback?: boolean;
   /** Receives warnings. */
   logger?: Logger;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_DUPLICATE_POLICY: false }`);
+   * the limiters the gate builds get the same.
+   * @default every warning on
+   */
+  warnings?: Warnings;
   /**
    * Give a request's units back when it succeeded (see `requestWasSuccessful`): only failures
    * count, e.g. for a login route. Counted up front and refunded after, so no race lets extra
@@ -183,28 +191,11 @@ export function createRequestGate<Req, Res = unknown>(
     },
     where,
   );
-  if (o.limiter !== undefined) {
-    const clash = (
-      [
-        'limit',
-        'windowMs',
-        'algorithm',
-        'store',
-        'maxEntries',
-        'clock',
-        'timers',
-        'dryRun',
-        'name',
-      ] as const
-    ).find((k) => o[k] !== undefined);
-    if (clash !== undefined) {
-      throw new PortcullisConfigError(
-        'ERR_PORTCULLIS_LIMITER',
-        'limiter',
-        `${where}: "${clash}" belongs to the limiter you pass; set it there`,
-      );
-    }
-  }
+  exclusiveLimiter(
+    o,
+    ['limit', 'windowMs', 'algorithm', 'store', 'maxEntries', 'clock', 'timers', 'dryRun', 'name'],
+    where,
+  );
   const limitOpt = o.limit as PerRequest<Req, number> | undefined;
   const windowOpt = o.windowMs as PerRequest<Req, number> | undefined;
   const perRequest = typeof limitOpt === 'function' || typeof windowOpt === 'function';
@@ -224,6 +215,7 @@ export function createRequestGate<Req, Res = unknown>(
     ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
     ...(o.name !== undefined && { name: o.name }),
     ...(o.logger !== undefined && { logger: o.logger }),
+    ...(o.warnings !== undefined && { warnings: o.warnings }),
     ...(ownStore !== undefined
       ? { store: ownStore }
       : {
@@ -259,6 +251,7 @@ export function createRequestGate<Req, Res = unknown>(
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
+    ...(o.warnings !== undefined && { warnings: o.warnings }),
   });
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
@@ -387,7 +380,7 @@ export function createRequestGate<Req, Res = unknown>(
 
   const closeGate = gateOpened();
   const identity = {};
-  const warnDuplicate = duplicateNameWarning(limiter.name, o.logger);
+  const warnDuplicate = duplicateNameWarning(limiter.name, o.logger, o.warnings);
 
   /** Folds the policies of earlier limiters on the same request into this one's headers. */
   function stacked(raw: RawRequest, r: RequestResult): RequestResult {

@@ -1,6 +1,7 @@
 import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
 import { tell } from '../safe-call.js';
+import { silenced, type Warnings } from '../warnings.js';
 
 /** What one limiter advertised on a request. */
 interface Entry {
@@ -80,8 +81,12 @@ export function stackHeaders(
 }
 
 /** The one-time warning about a policy name met twice on one request. */
-export function duplicateNameWarning(name: string, logger: Logger | undefined): () => void {
-  let warned = false;
+export function duplicateNameWarning(
+  name: string,
+  logger: Logger | undefined,
+  warnings?: Warnings,
+): () => void {
+  let warned = silenced(warnings, 'PORTCULLIS_DUPLICATE_POLICY');
   return () => {
     if (warned) return;
     warned = true;

@@ -1,5 +1,5 @@
 import { createClientResolver, type RawRequest } from '../client.js';
-import { isPromise, type MaybePromise, mapMaybe } from '../clock.js';
+import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import type { Decision } from '../decision.js';
 import { retryAfterSeconds } from '../error-shapes.js';
 import type { Logger } from '../events.js';
@@ -13,11 +13,13 @@ import {
 } from '../failure-limiter.js';
 import { func, parseOptions, required } from '../options.js';
 import { presets } from '../presets.js';
+import type { Warnings } from '../warnings.js';
 import { type GateResult, textAnswer } from './answer.js';
 import {
   type AdapterOptionSpec,
   type AuthOutcome,
   checkOutcome,
+  closeAll,
   clientOptionSpec,
   flatLimiterOptions,
   flatLimiterSpec,
@@ -41,6 +43,12 @@ export interface WebhookGateOptions<Req> extends Omit<FailureLimiterOptions, 'ex
   allowRealIpFallback?: boolean;
   /** Receives the untrusted-loopback-proxy warning. */
   logger?: Logger;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`);
+   * the limiter the gate builds gets the same.
+   * @default every warning on
+   */
+  warnings?: Warnings;
 }
 
 /** A compiled webhook gate. */
@@ -51,6 +59,8 @@ export interface WebhookGate<Req> {
   readonly limiter: FailureLimiter;
   /** Changes the numbers in force (see `FailureLimiter.reconfigure`); earned lockouts are kept. */
   reconfigure(partial: FailureLimiterReconfig): void;
+  /** Closes the limiter the gate built; a `limiter` you passed is yours to close. */
+  close(): MaybePromise<void>;
 }
 
 /**
@@ -86,30 +96,39 @@ export function createWebhookGate<Req>(
       ...presets.webhookAuth,
       name: 'webhook',
       ...(o.logger !== undefined && { logger: o.logger }),
+      ...(o.warnings !== undefined && { warnings: o.warnings }),
       ...own,
     });
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
     ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
     ...(o.logger !== undefined && { logger: o.logger }),
+    ...(o.warnings !== undefined && { warnings: o.warnings }),
   });
   const unauthorized = textAnswer(401, 'Unauthorized');
   const unavailable = textAnswer(503, 'Service Unavailable');
 
   function refuse(d: Decision): GateResult {
     if (d.reason === 'store-error') {
-      return { ok: false, decision: d, answer: unavailable, error: undefined };
+      return {
+        ok: false,
+        reason: 'unavailable',
+        decision: d,
+        answer: unavailable,
+        error: undefined,
+      };
     }
     const answer = textAnswer(429, 'Too Many Requests', {
       'Retry-After': String(retryAfterSeconds(d.retryAfterMs)),
     });
-    return { ok: false, decision: d, answer, error: undefined };
+    return { ok: false, reason: 'rate_limited', decision: d, answer, error: undefined };
   }
 
   function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
     // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
     const subject = { key: resolve(raw).ip ?? 'unknown', exempt: false };
-    if (checkOutcome(outcome) === 'ok') {
+    const found = checkOutcome(outcome);
+    if (found === 'ok') {
       // The webhook contract: a right token resets the sender and passes, even during a lockout
       // (the sender proved it holds the secret). Unlike the auth gate, this is a reset.
       return mapMaybe(limiter.reset(subject), (d) => ({ ok: true, decision: d }));
@@ -121,7 +140,7 @@ export function createWebhookGate<Req>(
       return mapMaybe(limiter.recordFailure(subject), (after) =>
         refusedUncounted(after)
           ? refuse(after)
-          : { ok: false, decision: after, answer: unauthorized, error: undefined },
+          : { ok: false, reason: found, decision: after, answer: unauthorized, error: undefined },
       );
     });
   }
@@ -133,5 +152,6 @@ export function createWebhookGate<Req>(
     },
     limiter,
     reconfigure: (partial: FailureLimiterReconfig) => limiter.reconfigure(partial),
+    close: () => closeAll(o.limiter === undefined ? [limiter] : []),
   };
 }

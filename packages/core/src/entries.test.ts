@@ -1,0 +1,77 @@
+// The two entry points hold exactly what they promise (docs/design.md#public-names): the root
+// what users call, `./adapter` what adapter and store authors need besides. A name added to either
+// must be added here on purpose; a name that leaks from one into the other fails.
+import { describe, expect, it } from 'vitest';
+import * as adapter from './adapter.js';
+import * as root from './index.js';
+
+describe('the entry points', () => {
+  it('the root exports exactly the public names, at runtime', () => {
+    expect(Object.keys(root).sort()).toEqual(
+      [
+        'createFailureLimiter',
+        'createWindowLimiter',
+        'createSessionCreationLimiter',
+        'createRestartScheduler',
+        'MemoryStore',
+        'resolveClient',
+        'authSubject',
+        'normalizeIp',
+        'isLoopback',
+        'normalizeOrigin',
+        'ipKey',
+        'authRateLimitedError',
+        'methodRateLimitedError',
+        'sessionRateLimitMessage',
+        'storeUnavailableError',
+        'rateLimitHeaders',
+        'presets',
+        'PortcullisConfigError',
+        'systemClock',
+        'channels',
+      ].sort(),
+    );
+  });
+
+  it('the adapter entry exports exactly the adapter plumbing, none of it also at the root', () => {
+    const names = Object.keys(adapter).sort();
+    expect(names).toEqual(
+      [
+        'authFailedError',
+        'booleanOption',
+        'byEnd',
+        'callSafely',
+        'createAuthGate',
+        'createClientResolver',
+        'createRequestGate',
+        'createWebhookGate',
+        'eitherOption',
+        'exclusiveLimiter',
+        'fetchRawRequest',
+        'functionOption',
+        'guardMiddleware',
+        'integerOption',
+        'isPromise',
+        'knownOutcome',
+        'mapMaybe',
+        'methodsOption',
+        'nonEmptyStringOption',
+        'oneOfOption',
+        'outcomeOnce',
+        'parseOptions',
+        'rateLimitMiddleware',
+        'requestRateLimitedError',
+        'requiredOption',
+        'retryAfterSeconds',
+        'safeLogger',
+        'systemTimers',
+        'timeStoreCall',
+        'unresolvedAddressWarning',
+        'warningsOption',
+        'withControls',
+        'WARNING_CODES',
+      ].sort(),
+    );
+    expect(names.filter((name) => name in root)).toEqual([]);
+  });
+});

@@ -1,7 +1,7 @@
 /*
- * Regression tests of the hardening issue (#11) and the promise contract (#12) for
- * @portcullis/rpc: method names that are not strings, minted `.*` names evicting buckets, IPv6
- * keyed by /64, user callbacks that throw or reject, and refusals as rejections.
+ * Regression tests of @portcullis/rpc's hardening and of its promise contract (every wrapper
+ * returns a promise; a refusal is a rejection): method names that are not strings, minted `.*`
+ * names evicting buckets, IPv6 keyed by /64, user callbacks that throw or reject.
  */
 import {
   createRestartScheduler,
@@ -71,7 +71,7 @@ const invalidShape = (problem: string) => ({
   details: { code: 'INVALID_METHOD' },
 });
 
-describe('#11.1 method names that are not strings never reach the dispatcher', () => {
+describe('method names that are not strings never reach the dispatcher', () => {
   it('withMethodQuotas: ["config.patch"] 100 times is refused 100 times; config.patch keeps its 30', async () => {
     const clock = manualClock(0);
     const { dispatch, ran } = tableDispatcher();
@@ -196,7 +196,7 @@ describe('#11.1 method names that are not strings never reach the dispatcher', (
   });
 });
 
-describe('#11.6 a caller cannot regain quota by minting method names', () => {
+describe('a caller cannot regain quota by minting method names', () => {
   it('10 000 junk worktrees.* names after 15 config.patch calls: config.patch still stops at 30', async () => {
     const clock = manualClock(0);
     const dispatch = vi.fn((method: string) => method);
@@ -312,7 +312,7 @@ describe('#11.6 a caller cannot regain quota by minting method names', () => {
   });
 });
 
-describe('#11.7 an IPv6 client is keyed by its /64', () => {
+describe('an IPv6 client is keyed by its /64', () => {
   const rotating = (i: number): Conn => ({
     deviceId: 'dev-1',
     clientIp: `2001:db8:1:2:${(i + 1).toString(16)}::${i + 7}`,
@@ -356,7 +356,7 @@ describe('#11.7 an IPv6 client is keyed by its /64', () => {
   });
 });
 
-describe('#11.13 user callbacks that throw or reject never escape', () => {
+describe('user callbacks that throw or reject never escape', () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
@@ -598,7 +598,7 @@ describe('#11.13 user callbacks that throw or reject never escape', () => {
   });
 });
 
-describe('#11.16 / #12 every wrapper returns a promise; refusals are rejections', () => {
+describe('every wrapper returns a promise; refusals are rejections', () => {
   it('dispatch(...).catch(handle) handles every refusal; nothing throws synchronously', async () => {
     const clock = manualClock(0);
     const scheduler = createRestartScheduler({ clock, timers: clock, onRestart: () => {} });

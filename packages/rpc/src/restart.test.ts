@@ -171,7 +171,7 @@ describe('gateway.restart.request through the quota and the restart scheduler', 
   });
 });
 
-describe('#11.14 restart reasons from the wire are bounded', () => {
+describe('restart reasons from the wire are bounded', () => {
   function direct(options: { maxReasons?: number; maxReasonLength?: number } = {}) {
     const clock = manualClock(0);
     const events: RestartEvent[] = [];

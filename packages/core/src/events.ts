@@ -42,6 +42,12 @@ export const channels = {
   lockout: channel('portcullis:lockout'),
   /** A store full of lockouts refused a new key. */
   overflow: channel('portcullis:overflow'),
+  /**
+   * A failure limiter's `reset` forgot a subject's failures and lifted its lockout, if any (an
+   * operator's unlock); the decision is the fresh one `reset` returned. Only while someone
+   * subscribes. A reset made by another process on a shared store is not published here.
+   */
+  reset: channel('portcullis:reset'),
   /** A store failed; the decision says what was done instead. */
   storeError: channel('portcullis:store-error'),
   /**

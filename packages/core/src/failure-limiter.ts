@@ -432,7 +432,13 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     );
     const t = tableOf(sc);
     const gone = t === undefined ? store.delete(`${namespace}${sc}:${s.key}`) : t.delete(s.key);
-    return mapMaybe(gone, () => (config.dryRun ? asDryRun(fresh) : fresh));
+    return mapMaybe(gone, () => {
+      const out = config.dryRun ? asDryRun(fresh) : fresh;
+      // Once the store forgot it: a metrics reader dropping the lockout from its gauge is right.
+      if (channels.reset.hasSubscribers)
+        channels.reset.publish({ limiter: config.name, scope: sc, decision: out });
+      return out;
+    });
   }
 
   function reconfigure(partial: FailureLimiterReconfig): void {

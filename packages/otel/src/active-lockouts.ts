@@ -1,71 +1,52 @@
 /**
- * The lockouts in force per limiter, learnt from `portcullis:lockout` events: one end time per
- * lockout, in a binary min-heap per limiter, so counting the ones still in force pops the ended
- * ones first. Memory is bounded: at most `maxPerLimiter` end times per limiter (past it, the
- * soonest end is forgotten, so the gauge can only under-count, never grow without bound), and the
- * limiter names are configuration, never taken from a request.
+ * The lockouts in force per limiter, learnt from `portcullis:lockout` events and forgotten on
+ * `portcullis:reset` (an unlock) or when their end comes: one end time per subject (scope and key),
+ * so a lockout started again replaces the one before instead of counting twice. Memory is bounded:
+ * at most `maxPerLimiter` subjects per limiter (past it, the one seen starting first is forgotten,
+ * so the gauge can only under-count, never grow without bound). The keys are held in memory only,
+ * never reported: the limiter names are configuration, never taken from a request.
  */
 export class ActiveLockouts {
-  readonly #heaps = new Map<string, number[]>();
+  readonly #byLimiter = new Map<string, Map<string, number>>();
   readonly #max: number;
 
-  /** @param maxPerLimiter most end times kept for one limiter */
+  /** @param maxPerLimiter most subjects kept for one limiter */
   constructor(maxPerLimiter: number) {
     this.#max = maxPerLimiter;
   }
 
-  /** A lockout of `limiter` that ends at `until` started. */
-  add(limiter: string, until: number, now: number): void {
-    let heap = this.#heaps.get(limiter);
-    if (heap === undefined) {
-      heap = [];
-      this.#heaps.set(limiter, heap);
+  /** A lockout of `subject` (scope and key, as one string) on `limiter` that ends at `until` started. */
+  add(limiter: string, subject: string, until: number, now: number): void {
+    let inForce = this.#byLimiter.get(limiter);
+    if (inForce === undefined) {
+      inForce = new Map();
+      this.#byLimiter.set(limiter, inForce);
     }
-    prune(heap, now);
+    // Re-inserted: the order of the map is the order lockouts started in.
+    inForce.delete(subject);
     if (until <= now) return;
-    if (heap.length >= this.#max) pop(heap);
-    push(heap, until);
+    if (inForce.size >= this.#max) {
+      prune(inForce, now);
+      if (inForce.size >= this.#max) inForce.delete(inForce.keys().next().value as string);
+    }
+    inForce.set(subject, until);
+  }
+
+  /** `subject`'s lockout on `limiter` was lifted early (a reset). */
+  remove(limiter: string, subject: string): void {
+    this.#byLimiter.get(limiter)?.delete(subject);
   }
 
   /** Calls `report` with each limiter ever seen and its lockouts in force at `now` (0 included). */
   forEach(now: number, report: (count: number, limiter: string) => void): void {
-    for (const [limiter, heap] of this.#heaps) {
-      prune(heap, now);
-      report(heap.length, limiter);
+    for (const [limiter, inForce] of this.#byLimiter) {
+      prune(inForce, now);
+      report(inForce.size, limiter);
     }
   }
 }
 
-/** Drops the end times at or before `now`: a lockout ends when its time comes. */
-function prune(heap: number[], now: number): void {
-  while (heap.length > 0 && (heap[0] as number) <= now) pop(heap);
-}
-
-function push(heap: number[], value: number): void {
-  heap.push(value);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if ((heap[parent] as number) <= value) break;
-    heap[i] = heap[parent] as number;
-    i = parent;
-  }
-  heap[i] = value;
-}
-
-function pop(heap: number[]): void {
-  const last = heap.pop() as number;
-  if (heap.length === 0) return;
-  let i = 0;
-  for (;;) {
-    const left = 2 * i + 1;
-    if (left >= heap.length) break;
-    const right = left + 1;
-    const child =
-      right < heap.length && (heap[right] as number) < (heap[left] as number) ? right : left;
-    if ((heap[child] as number) >= last) break;
-    heap[i] = heap[child] as number;
-    i = child;
-  }
-  heap[i] = last;
+/** Drops the lockouts whose end has come. */
+function prune(inForce: Map<string, number>, now: number): void {
+  for (const [subject, until] of inForce) if (until <= now) inForce.delete(subject);
 }

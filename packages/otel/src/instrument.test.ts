@@ -201,7 +201,7 @@ describe('instrument()', () => {
     });
   });
 
-  it('remembers at most maxActiveLockouts per limiter (the soonest to end is forgotten)', async () => {
+  it('remembers at most maxActiveLockouts per limiter (the first seen starting is forgotten)', async () => {
     const { provider, collect } = sdk();
     const clock = manualClock(0);
     started({ meterProvider: provider, clock, maxActiveLockouts: 2 });
@@ -214,6 +214,34 @@ describe('instrument()', () => {
     expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 2 });
     clock.set(61_000); // the second lockout's end: only the third is left
     expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 1 });
+  });
+
+  it('drops an unlocked lockout from the gauge at once, and counts a lockout started again once', async () => {
+    const { provider, collect } = sdk();
+    const clock = manualClock(0);
+    started({ meterProvider: provider, clock });
+    const auth = createFailureLimiter({ maxAttempts: 1, lockoutMs: 60_000, clock, timers: clock });
+    auth.recordFailure('203.0.113.1');
+    auth.recordFailure('203.0.113.2', 'password');
+    auth.ban('203.0.113.3', { ms: 600_000 });
+    const gauge = async () => points((await collect()).get('portcullis.lockouts.active'));
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 3 });
+    auth.reset('203.0.113.1');
+    // Another scope's subject of the same key is another lockout.
+    auth.reset('203.0.113.2');
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 2 });
+    auth.reset('203.0.113.2', 'password');
+    auth.reset('203.0.113.3');
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 0 });
+    // Locked again after the unlock: one lockout, with the new end.
+    auth.recordFailure('203.0.113.1');
+    clock.advance(30_000);
+    auth.ban('203.0.113.1', { ms: 60_000 });
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 1 });
+    clock.advance(59_999);
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 1 });
+    clock.advance(1);
+    expect(await gauge()).toEqual({ 'portcullis.limiter=auth': 0 });
   });
 
   it('never puts a key, an address or an origin in an attribute', async () => {

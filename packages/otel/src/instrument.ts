@@ -79,6 +79,11 @@ function errorType(error: unknown): string {
   return 'error';
 }
 
+/** The subject of a lockout or reset event, as one string (held in memory, never an attribute). */
+function subjectOf(event: PortcullisEvent): string {
+  return `${String(event.scope ?? 'default')}\u0000${String(event.decision?.key)}`;
+}
+
 /**
  * Records Portcullis's metrics with OpenTelemetry: subscribes to the diagnostics channels every
  * limiter and `RedisStore` publish on (only while subscribed do they publish per decision) and
@@ -159,7 +164,12 @@ export function instrument(options?: InstrumentOptions): Instrumentation {
     const d = event.decision;
     const left = Math.max(Number(d?.resetMs) || 0, Number(d?.retryAfterMs) || 0);
     const now = clock.now();
-    inForce.add(limiter, now + left, now);
+    inForce.add(limiter, subjectOf(event), now + left, now);
+  }
+
+  function onReset(message: unknown): void {
+    const event = message as PortcullisEvent;
+    inForce.remove(nameOf(event.limiter), subjectOf(event));
   }
 
   function onStoreCall(message: unknown): void {
@@ -190,6 +200,7 @@ export function instrument(options?: InstrumentOptions): Instrumentation {
   const subscriptions: [string, (message: unknown) => void][] = [
     [channels.decision.name as string, onDecision],
     [channels.lockout.name as string, onLockout],
+    [channels.reset.name as string, onReset],
     [channels.storeCall.name as string, onStoreCall],
   ];
   for (const [name, fn] of subscriptions) subscribe(name, fn);

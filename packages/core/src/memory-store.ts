@@ -16,7 +16,6 @@ import {
   failurePrune,
   failureRecord,
   failureRoll,
-  type FailureState,
   failureSuccess,
 } from './algorithms/failure-log.js';
 import {
@@ -39,10 +38,11 @@ import {
   tokenBucketRoll,
   type TokenBucketState,
 } from './algorithms/token-bucket.js';
-import { type Clock, systemClock, systemTimers, type TimerHandle, type Timers } from './clock.js';
+import { type Clock, systemClock, systemTimers, type Timers } from './clock.js';
 import { type Decision, decision } from './decision.js';
 import { KeyIndex } from './key-index.js';
 import { integer, parseOptions, timerDelay, withMethods } from './options.js';
+import { type Kind, Slot, SlotPool, type State } from './slot-pool.js';
 import {
   byEnd,
   type FailureDecision,
@@ -81,58 +81,6 @@ export type FailureTable = Pick<
   'checkFailures' | 'recordFailure' | 'recordSuccess' | 'delete' | 'ban'
 >;
 
-type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
-
-type State = FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
-
-/**
- * One key's entry, its state inside. Slots are pooled: a slot whose key went (expired, deleted,
- * evicted) is reused, failure log included, for the next new key, so a table that churns (a flood
- * of new clients) allocates nothing that lives longer than a call but the key strings themselves.
- */
-class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, FailureState {
-  /** The table holding the slot (the store's own, or a failure table's) and the key there. */
-  table: KeyIndex<Slot>;
-  key = '';
-  /** `table.numberOf(key)`, kept so that evicting the slot does not read its key's text again. */
-  number = 0;
-  /** Shown before `key` outside the table (`<scope>:` for a failure table's slots). */
-  prefix = '';
-  kind: Kind;
-  /*
-   * The state lives in the slot itself, every algorithm's fields side by side, so that a decision
-   * reads one object (one cache miss on a large table) and a new key allocates nothing. Only the
-   * fields of `kind` mean anything.
-   */
-  start = 0;
-  count = 0;
-  prev = 0;
-  curr = 0;
-  scaled = 0;
-  last = 0;
-  /** The failure log; the shared empty {@link NO_LOG} until the slot first holds failures. */
-  log: number[] = NO_LOG;
-  lockedUntil = 0;
-  banMs = 0;
-  /** From this instant the slot equals an absent one. */
-  expiresAt = 0;
-  /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
-  protectedUntil = 0;
-  /** The rule of the last call that stored the slot (to clamp it when the clock stepped back). */
-  rule: WindowRule | FailureRule;
-  /** Neighbours in eviction order (oldest first); in the free list, `newer` links free slots. */
-  older: Slot | undefined = undefined;
-  newer: Slot | undefined = undefined;
-  constructor(table: KeyIndex<Slot>, kind: Kind, rule: WindowRule | FailureRule) {
-    this.table = table;
-    this.kind = kind;
-    this.rule = rule;
-  }
-}
-
-/** The log of a slot that never held failures; never written (a failure slot gets its own). */
-const NO_LOG: number[] = [];
-
 /**
  * What a window call gets instead of a key's failure state (see `#live`): its start lies in the
  * future, so the hot path's window test never passes and the call goes where it is refused.
@@ -144,17 +92,6 @@ const HELD = new Slot(new KeyIndex<Slot>(), 'fixed-window', {
 });
 HELD.start = Number.POSITIVE_INFINITY;
 
-/**
- * An empty failure log with room for one time. A distributed brute force is many clients with one
- * failure each; an array that starts empty grows to room for 17 on its first push (136 bytes per
- * client). A client that fails again grows its own log.
- */
-function newLog(): number[] {
-  const log = [0.5];
-  log.pop();
-  return log;
-}
-
 const memoryStoreSpec = {
   maxEntries: integer(1),
   sweepIntervalMs: timerDelay(1),
@@ -164,52 +101,45 @@ const memoryStoreSpec = {
 
 /**
  * The in-process store: synchronous, bounded (`maxEntries`), lazily expiring, with at most one
- * `unref()`ed sweep timer. Every answer is a plain {@link Decision}, never a promise.
+ * `unref()`ed sweep timer. Every answer is a plain {@link Decision}, never a promise. This class
+ * is the algorithm dispatch: which algorithm reads and writes a key's state, and what that state
+ * means for its expiry and protection; which keys are admitted, which go when it is full, and
+ * the slots they live in are its {@link SlotPool}'s (slot-pool.ts).
  */
 export class MemoryStore implements Store {
   readonly #slots = new KeyIndex<Slot>();
-  /** Keys held in every table together: what `maxEntries` bounds. */
-  #count = 0;
   /** The failure tables handed out by {@link MemoryStore.failureTable}, by name. */
   readonly #tables = new Map<string, FailureTable>();
   readonly #tableMaps: KeyIndex<Slot>[] = [];
-  /*
-   * Eviction order (oldest first) as a doubly linked list through the slots: unlinking a deleted
-   * key and evicting the oldest are O(1). Map iteration cannot serve: after many deletes it walks
-   * over every hole V8 leaves behind.
-   */
-  #oldest: Slot | undefined = undefined;
-  #newest: Slot | undefined = undefined;
-  /** Slots whose key went, ready for reuse (linked through `newer`). */
-  #free: Slot | undefined = undefined;
+  /** Admission, eviction order and the pooled slots of every table: see {@link SlotPool}. */
+  readonly #pool: SlotPool;
   /** Scratch state for a new key's first call, so that a refused first call allocates nothing. */
   readonly #scratchFixed: FixedWindowState = { start: 0, count: 0 };
   readonly #scratchSliding: SlidingWindowState = { start: 0, prev: 0, curr: 0 };
   readonly #scratchBucket: TokenBucketState = { scaled: 0, last: 0 };
   readonly #max: number;
-  readonly #sweepMs: number;
   readonly #clock: Clock;
   readonly #timers: Timers;
-  #sweepTimer: TimerHandle | undefined;
-  /** No slot expires before this instant (a lower bound), so a full sweep before it is pointless. */
-  #expiryHint = Number.POSITIVE_INFINITY;
-  /** While now < this, every slot is protected and the store refuses new keys. */
-  #saturatedUntil = 0;
   /** See {@link MemoryStore.deletions}. */
   #deletions = 0;
   /** The end of the failure state {@link HELD} stands for, set by the call that met it. */
   #heldUntil = 0;
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
   #lastNow = Number.NEGATIVE_INFINITY;
-  #closed = false;
 
   /** @param options see {@link MemoryStoreOptions} */
   constructor(options?: MemoryStoreOptions) {
     const o = parseOptions(options, memoryStoreSpec, 'MemoryStore');
     this.#max = o.maxEntries ?? 10_000;
-    this.#sweepMs = o.sweepIntervalMs ?? 60_000;
     this.#clock = o.clock ?? systemClock;
     this.#timers = o.timers ?? systemTimers;
+    this.#pool = new SlotPool({
+      max: this.#max,
+      sweepMs: o.sweepIntervalMs ?? 60_000,
+      timers: this.#timers,
+      now: () => this.#now(),
+      clamp: (slot, now) => this.#clamp(slot, slot.rule, now),
+    });
   }
 
   /** The most keys this store holds. */
@@ -360,7 +290,7 @@ export class MemoryStore implements Store {
     const now = this.#now();
     const slot = this.#live(this.#slots, key, rule.algorithm, now);
     if (slot === HELD) return this.#held(key, rule, now);
-    if (slot === undefined && !this.#hasRoom(now)) return this.#overflow(key, rule.limit, now);
+    if (slot === undefined && !this.#pool.hasRoom(now)) return this.#overflow(key, rule.limit, now);
     // A state stamped in the future is clamped and kept clamped, as the Redis script does.
     if (slot !== undefined) this.#clamp(slot, rule, now);
     switch (rule.algorithm) {
@@ -406,7 +336,7 @@ export class MemoryStore implements Store {
       ban: (key, rule, ms) => this.#ban(table, prefix, key, rule, ms),
       delete: (key) => {
         const slot = table.get(key);
-        if (slot !== undefined) this.#drop(slot);
+        if (slot !== undefined) this.#pool.drop(slot);
       },
     };
     this.#tables.set(name, view);
@@ -417,7 +347,7 @@ export class MemoryStore implements Store {
   #checkFailures(table: KeyIndex<Slot>, key: string, rule: FailureRule): Decision {
     const now = this.#now();
     const slot = this.#liveFailure(table, key, now, rule);
-    if (slot === undefined && !this.#hasRoom(now))
+    if (slot === undefined && !this.#pool.hasRoom(now))
       return this.#overflow(key, rule.maxAttempts, now);
     return failureCheck(slot, now, rule, key);
   }
@@ -431,8 +361,8 @@ export class MemoryStore implements Store {
     const now = this.#now();
     let slot = this.#liveFailure(table, key, now, rule);
     if (slot === undefined) {
-      if (!this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
-      slot = this.#claim(table, prefix, key, 'failure', rule);
+      if (!this.#pool.admit(now)) return this.#overflow(key, rule.maxAttempts, now);
+      slot = this.#pool.claim(table, prefix, key, 'failure', rule);
     }
     const d = failureRecord(slot, now, rule, key);
     this.#put(slot, slot, now, failureExpiresAt(slot, rule), slot.lockedUntil, rule);
@@ -444,7 +374,7 @@ export class MemoryStore implements Store {
     const slot = this.#liveFailure(table, key, now, rule);
     const d = failureSuccess(slot, now, rule, key);
     // A lockout in force stays; otherwise the failure history goes.
-    if (slot !== undefined && d.allowed) this.#drop(slot);
+    if (slot !== undefined && d.allowed) this.#pool.drop(slot);
     return d;
   }
 
@@ -467,8 +397,8 @@ export class MemoryStore implements Store {
     const now = this.#now();
     let slot = this.#liveFailure(table, key, now, rule);
     if (slot === undefined) {
-      if (!this.#admit(now)) return this.#overflow(key, rule.maxAttempts, now);
-      slot = this.#claim(table, prefix, key, 'failure', rule);
+      if (!this.#pool.admit(now)) return this.#overflow(key, rule.maxAttempts, now);
+      slot = this.#pool.claim(table, prefix, key, 'failure', rule);
     }
     const d = failureBan(slot, now, rule, ms, key);
     this.#put(slot, slot, now, failureExpiresAt(slot, rule), slot.lockedUntil, rule);
@@ -485,7 +415,7 @@ export class MemoryStore implements Store {
     // The candidates, as the Redis store's index holds them: failure state locked past now.
     // Collected first: reading one that turns out over forgets its slot.
     const held: { slot: Slot; key: string; until: number }[] = [];
-    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
+    for (let slot = this.#pool.oldest; slot !== undefined; slot = slot.newer) {
       if (slot.kind === 'failure' && slot.lockedUntil > now && hasPrefix(slot, prefix))
         held.push({ slot, key: slot.prefix + slot.key, until: slot.lockedUntil });
     }
@@ -511,7 +441,7 @@ export class MemoryStore implements Store {
   delete(key: string): void {
     this.#deletions++;
     const slot = this.#slots.get(key);
-    if (slot !== undefined) this.#drop(slot);
+    if (slot !== undefined) this.#pool.drop(slot);
   }
 
   /** How many `delete`s (resets) this store has made: see `Store.deletions`. */
@@ -520,19 +450,13 @@ export class MemoryStore implements Store {
   }
 
   size(): number {
-    return this.#count;
+    return this.#pool.size;
   }
 
   close(): void {
-    this.#closed = true;
-    if (this.#sweepTimer !== undefined) this.#timers.clearTimeout(this.#sweepTimer);
-    this.#sweepTimer = undefined;
+    this.#pool.close();
     this.#slots.clear();
     for (const table of this.#tableMaps) table.clear();
-    this.#count = 0;
-    this.#oldest = undefined;
-    this.#newest = undefined;
-    this.#free = undefined;
   }
 
   /**
@@ -546,7 +470,7 @@ export class MemoryStore implements Store {
   restamp(prefix: string, before: WindowRule | FailureRule, after: WindowRule | FailureRule): void {
     const now = this.#now();
     const kind: Kind = 'algorithm' in after ? after.algorithm : 'failure';
-    for (let slot = this.#oldest; slot !== undefined; ) {
+    for (let slot = this.#pool.oldest; slot !== undefined; ) {
       const next = slot.newer;
       if (slot.kind === kind && hasPrefix(slot, prefix))
         this.#restampSlot(slot, now, before, after);
@@ -561,7 +485,7 @@ export class MemoryStore implements Store {
     after: WindowRule | FailureRule,
   ): void {
     if (now >= slot.expiresAt) {
-      this.#drop(slot);
+      this.#pool.drop(slot);
       return;
     }
     let expiresAt: number;
@@ -603,25 +527,25 @@ export class MemoryStore implements Store {
         }
         failurePrune(slot, now, (before as FailureRule).windowMs);
         if (slot.log.length === 0) {
-          this.#drop(slot);
+          this.#pool.drop(slot);
           return;
         }
         expiresAt = failureExpiresAt(slot, after as FailureRule);
       }
     }
     if (expiresAt <= now) {
-      this.#drop(slot);
+      this.#pool.drop(slot);
       return;
     }
     slot.expiresAt = expiresAt;
     slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
     slot.rule = after;
-    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+    this.#pool.expiresAt(expiresAt);
   }
 
   /** Drops every expired key now (the background sweep calls this). Returns how many went. */
   sweep(): number {
-    return this.#sweepExpired(this.#now());
+    return this.#pool.sweep(this.#now());
   }
 
   /** Read-only view of the keys under lockout or block, for status pages. */
@@ -630,7 +554,7 @@ export class MemoryStore implements Store {
     // Collected before the first yield: a caller may delete keys between two (an "unlock all"),
     // and a deleted slot's link leads into the free list.
     const found: { key: string; kind: Kind; untilMs: number }[] = [];
-    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
+    for (let slot = this.#pool.oldest; slot !== undefined; slot = slot.newer) {
       if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
       if (slot.protectedUntil > now)
         found.push({
@@ -645,7 +569,7 @@ export class MemoryStore implements Store {
   /** The clock's time; a step back forgets the saturation instant, which may lie far ahead. */
   #now(): number {
     const now = this.#clock.now();
-    if (now < this.#lastNow) this.#saturatedUntil = 0;
+    if (now < this.#lastNow) this.#pool.steppedBack();
     this.#lastNow = now;
     return now;
   }
@@ -684,7 +608,7 @@ export class MemoryStore implements Store {
     }
     slot.expiresAt = expiresAt;
     slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
-    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
+    this.#pool.expiresAt(expiresAt);
   }
 
   #live(table: KeyIndex<Slot>, key: string, kind: Kind, now: number): Slot | undefined {
@@ -706,7 +630,7 @@ export class MemoryStore implements Store {
       this.#heldUntil = slot.expiresAt;
       return HELD;
     }
-    this.#drop(slot);
+    this.#pool.drop(slot);
     return undefined;
   }
 
@@ -728,7 +652,7 @@ export class MemoryStore implements Store {
     const logged = slot.log.length;
     const state = failureRoll(slot, now, rule);
     if (state === undefined) {
-      this.#drop(slot);
+      this.#pool.drop(slot);
       return undefined;
     }
     // A roll may start a lockout (a lowered maxAttempts): it must be protected like any other.
@@ -738,7 +662,7 @@ export class MemoryStore implements Store {
     } else if (state.log.length !== logged) {
       // Expired failures went: the log now expires by this rule, as the Redis script rewrites it.
       slot.expiresAt = failureExpiresAt(state, rule);
-      if (slot.expiresAt < this.#expiryHint) this.#expiryHint = slot.expiresAt;
+      this.#pool.expiresAt(slot.expiresAt);
     }
     return slot;
   }
@@ -758,8 +682,8 @@ export class MemoryStore implements Store {
       // A refused first call changes nothing, so there is nothing to remember.
       if (!d.allowed) return d;
       if (expiresAt <= now) return d;
-      if (!this.#admit(now)) return this.#overflow(key, d.limit, now);
-      const fresh = this.#claim(this.#slots, '', key, kind, rule);
+      if (!this.#pool.admit(now)) return this.#overflow(key, d.limit, now);
+      const fresh = this.#pool.claim(this.#slots, '', key, kind, rule);
       copyState(kind, state, fresh);
       this.#put(fresh, fresh, now, expiresAt, protectedUntil, rule);
       return d;
@@ -780,7 +704,7 @@ export class MemoryStore implements Store {
     if (expiresAt <= now) {
       // The state already equals an absent one (a bucket full again): forget it now, as the Redis
       // script deletes it, so that a clock stepping back cannot bring it back to life.
-      this.#drop(slot);
+      this.#pool.drop(slot);
       return;
     }
     // A roll that started a new fixed window made a new state object: its fields move in.
@@ -788,151 +712,12 @@ export class MemoryStore implements Store {
     slot.expiresAt = expiresAt;
     slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
     slot.rule = rule;
-    if (expiresAt < this.#expiryHint) this.#expiryHint = expiresAt;
-  }
-
-  /**
-   * A slot for a new `key` (room must have been made), reset to an absent key's state: a pooled
-   * one when a key went before (its failure log emptied and kept), else a new one.
-   */
-  #claim(
-    table: KeyIndex<Slot>,
-    prefix: string,
-    key: string,
-    kind: Kind,
-    rule: WindowRule | FailureRule,
-  ): Slot {
-    let slot = this.#free;
-    if (slot === undefined) {
-      slot = new Slot(table, kind, rule);
-    } else {
-      this.#free = slot.newer;
-      // A window state is overwritten by the caller; a failure log is emptied and kept.
-      if (kind === 'failure') resetFailure(slot);
-      slot.kind = kind;
-      slot.rule = rule;
-    }
-    if (kind === 'failure' && slot.log === NO_LOG) slot.log = newLog();
-    slot.table = table;
-    slot.key = key;
-    slot.number = table.numberOf(key);
-    slot.prefix = prefix;
-    slot.expiresAt = 0;
-    slot.protectedUntil = 0;
-    slot.older = this.#newest;
-    slot.newer = undefined;
-    if (this.#newest === undefined) this.#oldest = slot;
-    else this.#newest.newer = slot;
-    this.#newest = slot;
-    table.set(key, slot);
-    this.#count++;
-    if (this.#sweepTimer === undefined && !this.#closed) this.#armSweep();
-    return slot;
-  }
-
-  /** Forgets a held slot: out of the table and the eviction order, into the pool. */
-  #drop(slot: Slot): void {
-    slot.table.deleteNumbered(slot.key, slot.number);
-    this.#count--;
-    this.#unlink(slot);
-    slot.key = '';
-    slot.newer = this.#free;
-    this.#free = slot;
-    this.#saturatedUntil = 0;
-  }
-
-  #unlink(slot: Slot): void {
-    const { older, newer } = slot;
-    if (older === undefined) this.#oldest = newer;
-    else older.newer = newer;
-    if (newer === undefined) this.#newest = older;
-    else newer.older = older;
-    slot.older = undefined;
-    slot.newer = undefined;
+    this.#pool.expiresAt(expiresAt);
   }
 
   #overflow(key: string, limit: number, now: number): Decision {
-    const wait = Math.max(1, this.#saturatedUntil - now);
+    const wait = this.#pool.saturatedFor(now);
     return decision(false, 'overflow', limit, 0, wait, wait, key);
-  }
-
-  /** Whether a new key could be stored now, evicting nothing. */
-  #hasRoom(now: number): boolean {
-    if (this.#count < this.#max) return true;
-    if (this.#sweepDue(now)) this.#sweepExpired(now);
-    if (this.#count < this.#max) return true;
-    if (this.#saturatedUntil > now) return false;
-    let soonest = Number.POSITIVE_INFINITY;
-    for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
-      if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
-      if (slot.protectedUntil <= now) return true;
-      if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
-    }
-    this.#saturatedUntil = soonest;
-    return false;
-  }
-
-  /** Makes room for one new key, or reports that every key is protected. */
-  #admit(now: number): boolean {
-    if (this.#count < this.#max) return true;
-    if (this.#sweepDue(now)) this.#sweepExpired(now);
-    if (this.#count < this.#max) return true;
-    if (this.#saturatedUntil > now) return false;
-    let soonest = Number.POSITIVE_INFINITY;
-    let budget = this.#count;
-    while (budget-- > 0) {
-      const slot = this.#oldest as Slot;
-      // A protection stamped in the future (the clock stepped back) is clamped like an access would.
-      if (slot.protectedUntil > now) this.#clamp(slot, slot.rule, now);
-      if (slot.protectedUntil <= now) {
-        this.#drop(slot);
-        return true;
-      }
-      // A protected slot goes to the back, so the next eviction does not walk past it again.
-      if (slot !== this.#newest) {
-        this.#unlink(slot);
-        slot.older = this.#newest;
-        (this.#newest as Slot).newer = slot;
-        this.#newest = slot;
-      }
-      if (slot.protectedUntil < soonest) soonest = slot.protectedUntil;
-    }
-    this.#saturatedUntil = soonest;
-    return false;
-  }
-
-  /**
-   * A full sweep when the table is full pays only if something has expired. After a sweep the hint
-   * is the earliest expiry left, later than now, so this runs at most once per clock millisecond.
-   */
-  #sweepDue(now: number): boolean {
-    return now >= this.#expiryHint;
-  }
-
-  #sweepExpired(now: number): number {
-    let dropped = 0;
-    let hint = Number.POSITIVE_INFINITY;
-    for (let slot = this.#oldest; slot !== undefined; ) {
-      const next = slot.newer;
-      if (now >= slot.expiresAt) {
-        this.#drop(slot);
-        dropped++;
-      } else if (slot.expiresAt < hint) {
-        hint = slot.expiresAt;
-      }
-      slot = next;
-    }
-    this.#expiryHint = hint;
-    return dropped;
-  }
-
-  #armSweep(): void {
-    this.#sweepTimer = this.#timers.setTimeout(() => {
-      this.#sweepTimer = undefined;
-      if (this.#closed) return;
-      this.#sweepExpired(this.#now());
-      if (this.#count > 0) this.#armSweep();
-    }, this.#sweepMs);
   }
 }
 
@@ -956,14 +741,6 @@ function freshBucket(into: TokenBucketState, now: number, rule: WindowRule): Tok
   into.scaled = rule.limit * rule.windowMs;
   into.last = now;
   return into;
-}
-
-function resetFailure(state: FailureState): void {
-  // pop() rather than `length = 0`, which V8 hands to the runtime: the log is short (< maxAttempts).
-  const log = state.log;
-  while (log.length > 0) log.pop();
-  state.lockedUntil = 0;
-  state.banMs = 0;
 }
 
 /** Whether the key a slot shows outside its table (`<scope>:<key>` in a failure table) starts with `prefix`. */

@@ -139,10 +139,10 @@ describe('one site minting origins shares one budget', () => {
     expect(send('https://app.good.example', 'right')).toBe(200);
   });
 
-  it('the budgets end with the lockout', () => {
+  it('the budgets end with the lockout', async () => {
     const { clock, gate: g } = gate();
     for (let s = 0; s < 10; s++)
-      g.run(raw('127.0.0.1', { origin: `https://s${s}.evil.example` }), { token: 'guess' });
+      await g.run(raw('127.0.0.1', { origin: `https://s${s}.evil.example` }), { token: 'guess' });
     const next = raw('127.0.0.1', { origin: 'https://s99.evil.example' });
     const locked = g.run(next, { token: 'right' }) as GateResult;
     expect(!locked.ok && locked.decision?.retryAfterMs).toBe(300_000);
@@ -164,9 +164,10 @@ describe('one site minting origins shares one budget', () => {
 });
 
 describe('opaque origins do not collide', () => {
-  it('a sandboxed page (Origin: null) cannot lock out an extension', () => {
+  it('a sandboxed page (Origin: null) cannot lock out an extension', async () => {
     const { gate: g } = gate({ browserBudget: { perSite: 100, allOrigins: 100 } });
-    for (let i = 0; i < 10; i++) g.run(raw('127.0.0.1', { origin: 'null' }), { token: 'guess' });
+    for (let i = 0; i < 10; i++)
+      await g.run(raw('127.0.0.1', { origin: 'null' }), { token: 'guess' });
     const sandboxed = g.run(raw('127.0.0.1', { origin: 'null' }), { token: 'right' });
     expect(status(sandboxed as GateResult)).toBe(429);
     const extension = g.run(raw('127.0.0.1', { origin: 'chrome-extension://abcdefghijklmnop' }), {
@@ -177,7 +178,7 @@ describe('opaque origins do not collide', () => {
 });
 
 describe('browser keys have a store budget of their own', () => {
-  it('a local page minting origins never makes a remote client with the right token get 429', () => {
+  it('a local page minting origins never makes a remote client with the right token get 429', async () => {
     const clock = manualClock(0);
     const g = createAuthGate<Creds>({
       verify: (r) => (r.token === 'right' ? 'ok' : 'invalid'),
@@ -189,7 +190,9 @@ describe('browser keys have a store budget of their own', () => {
     });
     // Every wrong guess locks its origin: the browser store fills with lockouts it may not evict.
     for (let s = 0; s < 60; s++)
-      g.run(raw('127.0.0.1', { origin: `https://s${s}.evil${s}.example` }), { token: 'guess' });
+      await g.run(raw('127.0.0.1', { origin: `https://s${s}.evil${s}.example` }), {
+        token: 'guess',
+      });
     const flooded = g.run(raw('127.0.0.1', { origin: 'https://new.example' }), {
       token: 'guess',
     }) as GateResult;
@@ -201,7 +204,7 @@ describe('browser keys have a store budget of their own', () => {
     expect(g.limiter.store).not.toBe(g.browserLimiter.store);
   });
 
-  it('gates sharing a limiter share browser state', () => {
+  it('gates sharing a limiter share browser state', async () => {
     const clock = manualClock(0);
     const limiter = createFailureLimiter({ clock, timers: clock });
     const verify = (r: Creds): AuthOutcome => (r.token === 'right' ? 'ok' : 'invalid');
@@ -209,8 +212,8 @@ describe('browser keys have a store budget of their own', () => {
     const b = createAuthGate<Creds>({ verify, limiter });
     expect(a.browserLimiter).toBe(b.browserLimiter);
     const page = raw('127.0.0.1', { origin: 'https://evil.example' });
-    for (let i = 0; i < 5; i++) a.run(page, { token: 'guess' });
-    for (let i = 0; i < 5; i++) b.run(page, { token: 'guess' });
+    for (let i = 0; i < 5; i++) await a.run(page, { token: 'guess' });
+    for (let i = 0; i < 5; i++) await b.run(page, { token: 'guess' });
     expect(status(a.run(page, { token: 'right' }) as GateResult)).toBe(429);
     expect(a.browserLimiter.close()).toBeUndefined();
     // b still holds the browser limiter: it keeps working after a's close.

@@ -160,7 +160,8 @@ export function parseConfig(input) {
     lockoutMs: probe.config.lockoutMs,
     exemptLoopback: probe.config.exemptLoopback,
   };
-  probe.close();
+  // Built on the memory store, whose close is synchronous and cannot fail: nothing to await.
+  void probe.close();
 
   const trustedProxies = gw['trustedProxies'] ?? [];
   withPath('gateway', () =>

@@ -123,7 +123,12 @@ export function createConnect(options) {
     const creds = credentialsOf(params['auth']);
     // Synchronous with the memory store, so frames right behind `connect` find it decided.
     const attempt = connectAuth.attempt(req, creds.outcome, { scope: creds.scope });
-    if (isPromise(attempt)) attempt.then(decided);
+    if (isPromise(attempt))
+      attempt.then(decided).catch((error) => {
+        // The gate answers a store failure itself; this is a throw on our side of the answer.
+        logger.error({ err: error, connId }, 'connect: deciding the attempt failed');
+        ws.close(1011, 'internal error');
+      });
     else decided(attempt);
 
     /** @param {ConnectAuthResult} result */

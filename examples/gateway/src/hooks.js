@@ -48,7 +48,13 @@ export function createHookRoute(options) {
     if (config.current().hooks.token === undefined)
       return text(res, 404, 'Not Found (hooks.token is not set)');
     const gated = gate.run(req, req);
-    if (isPromise(gated)) gated.then(decided);
+    if (isPromise(gated))
+      gated.then(decided).catch((error) => {
+        // The gate answers a store failure itself; this is a throw on our side of the answer.
+        logger.error({ err: error }, 'webhook: answering the request failed');
+        if (!res.headersSent) text(res, 500, 'Internal Server Error');
+        else res.destroy();
+      });
     else decided(gated);
 
     /** @param {GateResult} result */

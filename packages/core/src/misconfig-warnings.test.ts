@@ -27,10 +27,10 @@ describe('misconfiguration warnings (once, through the logger)', () => {
     expect(l.warn.mock.calls[0]?.[1]).toContain('add its address to trustedProxies');
   });
 
-  it('also on the request gate’s address-only path', () => {
+  it('also on the request gate’s address-only path', async () => {
     const l = logger();
     const gate = createRequestGate({ logger: l });
-    gate.run(
+    await gate.run(
       { socket: { remoteAddress: '198.51.100.2' }, headers: { 'x-forwarded-for': '1.2.3.4' } },
       {},
     );
@@ -53,13 +53,13 @@ describe('misconfiguration warnings (once, through the logger)', () => {
     store.close();
   });
 
-  it('per-request policies share a name on purpose and never warn', () => {
+  it('per-request policies share a name on purpose and never warn', async () => {
     const l = logger();
     const gate = createRequestGate<{ n: number }>({ limit: (r) => r.n, logger: l });
     for (const n of [1, 2, 3])
-      gate.run({ socket: { remoteAddress: '198.51.100.3' }, headers: {} }, { n });
+      await gate.run({ socket: { remoteAddress: '198.51.100.3' }, headers: {} }, { n });
     expect(l.warn).not.toHaveBeenCalled();
-    gate.close();
+    await gate.close();
   });
 });
 
@@ -113,7 +113,7 @@ describe('warnings switched off one by one (`warnings: { CODE: false }`)', () =>
     store.close();
   });
 
-  it('through a request gate: its resolver, its limiter and the duplicate-policy warning', () => {
+  it('through a request gate: its resolver, its limiter and the duplicate-policy warning', async () => {
     const l = logger();
     const store = new MemoryStore();
     const off = {
@@ -124,16 +124,16 @@ describe('warnings switched off one by one (`warnings: { CODE: false }`)', () =>
     const first = createRequestGate({ limit: 100, store, logger: l, warnings: off });
     const second = createRequestGate({ limit: 10, store, logger: l, warnings: off });
     const raw = forwarded('198.51.100.4');
-    first.run(raw, {});
-    second.run(raw, {});
+    await first.run(raw, {});
+    await second.run(raw, {});
     expect(codes(l)).toEqual([]);
     // The same two without the option: all three warnings (each gate's resolver warns once).
     const loud = new MemoryStore();
     const a = createRequestGate({ limit: 100, store: loud, logger: l });
     const b = createRequestGate({ limit: 10, store: loud, logger: l });
     const again = forwarded('198.51.100.5');
-    a.run(again, {});
-    b.run(again, {});
+    await a.run(again, {});
+    await b.run(again, {});
     expect(codes(l)).toEqual([
       'PORTCULLIS_NAME_CLASH',
       'PORTCULLIS_UNTRUSTED_FORWARDED',

@@ -1045,7 +1045,8 @@ export class RedisStore implements Store {
     let timer: unknown;
     const barrier = new Promise<void>((resolve) => {
       timer = this.#timers.setTimeout(resolve, Math.floor(this.#timeoutMs / 2));
-      walk.then(resolve);
+      // A walk that failed ends the barrier too (its error reaches the caller through `walk`).
+      walk.then(resolve, resolve);
     }).then(() => {
       this.#timers.clearTimeout(timer as TimerHandle);
       if (this.#barrier === barrier) this.#barrier = undefined;

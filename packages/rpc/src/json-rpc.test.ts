@@ -235,7 +235,7 @@ describe('a real JSON-RPC 2.0 exchange', () => {
       id: 33,
       result: {},
     });
-    app.guarded.close();
+    await app.guarded.close();
   });
 
   it('over ws: the 31st config.patch frame is answered with the mapped error', async () => {
@@ -286,6 +286,6 @@ describe('a real JSON-RPC 2.0 exchange', () => {
     const refusal = await send(31, 'config.patch');
     expect(refusal).toBe(expectedRefusal(31));
     expect(JSON.parse(refusal)).toEqual(toJsonRpcError(quotaShape, 31));
-    app.guarded.close();
+    await app.guarded.close();
   });
 });

@@ -368,27 +368,27 @@ describe('createConnectAuth: configuration and lifetime', () => {
     expect(create).toThrow(expect.objectContaining({ code }));
   });
 
-  it('closes the limiters it created, never the ones it was given', () => {
+  it('closes the limiters it created, never the ones it was given', async () => {
     const given = createFailureLimiter();
     const close = vi.spyOn(given, 'close');
     const auth = createConnectAuth({ limiter: given });
     const browserClose = vi.spyOn(auth.browserLimiter, 'close');
     expect(auth.limiter).toBe(given);
-    auth.close();
+    await auth.close();
     expect(close).not.toHaveBeenCalled();
     expect(browserClose).toHaveBeenCalledTimes(1);
-    given.close();
+    await given.close();
   });
 });
 
 describe('createConnectAuth rebuilt around the same limiter', () => {
-  it('keeps browser lockouts across close(): a locked-out origin is still refused', () => {
+  it('keeps browser lockouts across close(): a locked-out origin is still refused', async () => {
     const clock = manualClock(5_000);
     const limiter = createFailureLimiter({ clock, timers: clock });
     const page = request('127.0.0.1', { origin: 'http://app.localhost:5173' });
     const first = createConnectAuth({ limiter });
-    for (let i = 0; i < 10; i++) first.attempt(page, 'invalid');
-    first.close();
+    for (let i = 0; i < 10; i++) await first.attempt(page, 'invalid');
+    await first.close();
     clock.advance(2_000);
     const again = createConnectAuth({ limiter });
     expect(again.attempt(page, 'ok')).toEqual({
@@ -405,7 +405,7 @@ describe('createConnectAuth rebuilt around the same limiter', () => {
     });
     // A CLI on the same machine is untouched.
     expect(again.attempt(request('127.0.0.1'), 'ok')).toMatchObject({ ok: true });
-    again.close();
-    limiter.close();
+    await again.close();
+    await limiter.close();
   });
 });

@@ -254,7 +254,7 @@ describe('guardUpgrade: the lockout over raw upgrade requests', () => {
     expect((await upgradeWithToken(secret.port, 'wrong', REMOTE)).status).toBe(429);
     expect((await upgradeWithToken(device.port, 'wrong', REMOTE)).status).toBe(401);
     expect((await upgradeWithToken(device.port, SECRET, REMOTE)).status).toBe(101);
-    limiter.close();
+    await limiter.close();
   });
 
   it('works the same with an async verify', async () => {

@@ -13,7 +13,7 @@ const verify = (req) => {
   const header = req.get('authorization');
   return !header ? 'missing' : checkPassword(header) ? 'ok' : 'invalid';
 };
-app.post('/login', authGuard({ scope: 'password', verify }), (req, res) => res.json({ ok: true }));
+app.post('/login', authGuard({ scope: 'password', verify }), (_req, res) => res.json({ ok: true }));
 
 const server = app.listen(process.env.PORT ?? 3000);
 // snippet:end

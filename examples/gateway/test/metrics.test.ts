@@ -3,6 +3,7 @@
 // Also who may scrape, and the restart that waits for the HTTP requests in flight.
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { connect } from '../src/client.js';
 import { type Harness, HOOK_TOKEN, request, startGateway, TOKEN } from './helpers.js';
 
 let g: Harness | undefined;
@@ -123,6 +124,39 @@ describe('GET /metrics', () => {
     expect(portcullisSeries((await scrape(h)).samples)).toMatchObject({
       'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth",portcullis_outcome="allowed"}': 11,
     });
+  });
+
+  it('counts an operator ban under layer ban, and an unlock takes it out of the lockouts in force', async () => {
+    g = await startGateway();
+    const h = g;
+    const ops = await connect(h.wsUrl, { auth: { token: TOKEN } });
+    try {
+      const ban = await ops.client.request('ratelimit.ban', {
+        limiter: 'webhook',
+        key: '203.0.113.9',
+        ms: 60_000,
+      });
+      expect(ban.ok).toBe(true);
+      expect(portcullisSeries((await scrape(h)).samples)).toMatchObject({
+        'portcullis_lockouts_total{portcullis_layer="ban",portcullis_limiter="webhook"}': 1,
+        'portcullis_lockouts_active{portcullis_limiter="webhook"}': 1,
+      });
+      const unlock = await ops.client.request('ratelimit.unlock', {
+        limiter: 'webhook',
+        key: '203.0.113.9',
+      });
+      expect(unlock.payload).toEqual({
+        limiter: 'webhook',
+        key: '203.0.113.9',
+        unlocked: ['default'],
+      });
+      expect(portcullisSeries((await scrape(h)).samples)).toMatchObject({
+        'portcullis_lockouts_total{portcullis_layer="ban",portcullis_limiter="webhook"}': 1,
+        'portcullis_lockouts_active{portcullis_limiter="webhook"}': 0,
+      });
+    } finally {
+      ops.client.close();
+    }
   });
 
   it('is for a direct loopback client or the shared token, like /status', async () => {

@@ -1,12 +1,16 @@
 // Redis-backed rate limiting, side by side on one Redis: @portcullis/redis (RedisStore through a
 // core window limiter), express-rate-limit with rate-limit-redis, and rate-limiter-flexible's
-// RateLimiterRedis. Every contender uses the same ioredis client options and the same rule.
+// RateLimiterRedis, each through three client settings, the same for every library: ioredis as it
+// comes, ioredis with `enableAutoPipelining: true`, and node-redis as it comes (it writes the
+// commands of one tick together). The ceiling row is redis-benchmark driving the store's own script.
 //
 //   npm run build && node bench/redis/run.mjs [--scenario all|allowed|flood] [--seconds 2]
 //     [--rounds 7] [--concurrency 64] [--processes 4] [--port 6379]
 //
 // Two scenarios (both by default):
-// - allowed: one process, every decision an ordinary allowed one (a limit that never bites);
+// - allowed: one process, every decision an ordinary allowed one (a limit that never bites), and
+//   the ceiling: redis-benchmark sending the store's own fixed-window call (EVALSHA with the real
+//   script and arguments, 1 000 keys, the same concurrency), unpipelined and with -P 16;
 // - flood: `processes` gateway processes (bench/redis/flood-worker.mjs, each with its own clients)
 //   on one Redis, 90 % of the login attempts from one locked-out attacker, 10 % from legitimate
 //   clients under their limit; Portcullis with its local deny table (default) and without it,
@@ -16,7 +20,8 @@
 // Without --port it starts a private redis-server on a free port (so INFO commandstats counts only
 // this run). Measures:
 // - decisions/s: closed-loop workers, `concurrency` decisions in flight, rounds interleaved
-//   (A B C A B C …), median round reported;
+//   (A B C A B C …, the ceiling's two runs in each round too), median round reported;
+// - client CPU per decision: this process's CPU time (user + system) over a round / its decisions;
 // - round trips per decision: decisions run one at a time while every write the client makes to
 //   the Redis socket is counted (one write = one request/response exchange);
 // - Redis commands per decision: the INFO commandstats delta over the same sequential run (a
@@ -31,6 +36,7 @@ import { createWindowLimiter } from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
 import { rateLimit } from 'express-rate-limit';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { writeChartFor } from '../chart.mjs';
@@ -107,8 +113,21 @@ async function startRedis() {
 
 const server = values.port ? { port: Number(values.port), stop() {} } : await startRedis();
 const PORT = server.port;
-const connect = async () => {
-  const client = new Redis({ host: '127.0.0.1', port: PORT, lazyConnect: true });
+/** ioredis, as it comes or with auto-pipelining. */
+const connect = async ({ autoPipelining = false } = {}) => {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port: PORT,
+    lazyConnect: true,
+    enableAutoPipelining: autoPipelining,
+  });
+  await client.connect();
+  return client;
+};
+/** node-redis as it comes: it writes every command issued in one tick in one go. */
+const connectNodeRedis = async () => {
+  const client = createClient({ socket: { host: '127.0.0.1', port: PORT } });
+  client.on('error', () => {});
   await client.connect();
   return client;
 };
@@ -124,22 +143,35 @@ Socket.prototype.write = function countedWrite(...args) {
 
 const key = (i) => `client-${i % KEYS}`;
 
-async function portcullis() {
-  const client = await connect();
+/** The client settings every library runs with: ioredis, ioredis auto-pipelining, node-redis. */
+const VIAS = ['ioredis', 'ioredis, enableAutoPipelining', 'node-redis'];
+const clientFor = (via) =>
+  via === 'node-redis'
+    ? connectNodeRedis()
+    : connect({ autoPipelining: via === 'ioredis, enableAutoPipelining' });
+
+async function portcullis(via) {
+  const node = via === 'node-redis';
+  const client = await clientFor(via);
   const store = new RedisStore({
-    sendCommand: (args) => client.call(args[0], ...args.slice(1)),
+    sendCommand: node
+      ? (args) => client.sendCommand(args)
+      : (args) => client.call(args[0], ...args.slice(1)),
     prefix: 'bench-pc:',
   });
   const limiter = createWindowLimiter({ store, limit: LIMIT, windowMs: WINDOW_MS, name: 'bench' });
   return {
-    name: '@portcullis/redis',
+    name: `@portcullis/redis (${via})`,
+    via,
+    ours: true,
     decide: async (i) => (await limiter.consume(key(i))).allowed,
-    close: () => client.disconnect(),
+    close: () => (node ? client.destroy() : client.disconnect()),
   };
 }
 
-async function expressRateLimit() {
-  const client = await connect();
+async function expressRateLimit(via) {
+  const node = via === 'node-redis';
+  const client = await clientFor(via);
   const middleware = rateLimit({
     windowMs: WINDOW_MS,
     limit: LIMIT,
@@ -148,7 +180,7 @@ async function expressRateLimit() {
     validate: false,
     keyGenerator: (req) => req.key,
     store: new RateLimitRedisStore({
-      sendCommand: (...args) => client.call(...args),
+      sendCommand: node ? (...args) => client.sendCommand(args) : (...args) => client.call(...args),
       prefix: 'bench-rlr:',
     }),
   });
@@ -165,26 +197,32 @@ async function expressRateLimit() {
     once() {},
   };
   return {
-    name: 'express-rate-limit + rate-limit-redis',
+    name: `express-rate-limit + rate-limit-redis (${via})`,
+    via,
+    ours: false,
     decide: (i) =>
       new Promise((resolve, reject) => {
         const req = { key: key(i), ip: '127.0.0.1', headers: {}, app: { get: () => false } };
         middleware(req, res, (error) => (error ? reject(error) : resolve(true))).catch(reject);
       }),
-    close: () => client.disconnect(),
+    close: () => (node ? client.destroy() : client.disconnect()),
   };
 }
 
-async function flexible() {
-  const client = await connect();
+async function flexible(via) {
+  const node = via === 'node-redis';
+  const client = await clientFor(via);
   const limiter = new RateLimiterRedis({
     storeClient: client,
+    ...(node && { useRedisPackage: true }),
     points: LIMIT,
     duration: WINDOW_MS / 1000,
     keyPrefix: 'bench-rlf',
   });
   return {
-    name: 'rate-limiter-flexible RateLimiterRedis',
+    name: `rate-limiter-flexible RateLimiterRedis (${via})`,
+    via,
+    ours: false,
     decide: async (i) => {
       try {
         await limiter.consume(key(i));
@@ -194,8 +232,36 @@ async function flexible() {
         return false;
       }
     },
-    close: () => client.disconnect(),
+    close: () => (node ? client.destroy() : client.disconnect()),
   };
+}
+
+/**
+ * The ceiling: redis-benchmark sends exactly the call the store makes for an allowed fixed-window
+ * decision (`EVALSHA <the store's script> 1 <key> cf <limit> <windowMs> 1`) over 1 000 keys
+ * (`__rand_int__` with -r), from CONCURRENCY connections, `pipeline` commands per write. Its rate is
+ * what Redis itself sustains for the store's script on this machine, with no limiter in front.
+ */
+async function ceiling(pipeline, sha, seconds, guess) {
+  const n = Math.max(10_000, Math.round(guess * seconds));
+  const args = [
+    ...['-h', '127.0.0.1', '-p', String(PORT), '-c', String(CONCURRENCY), '-n', String(n)],
+    ...['-r', String(KEYS), '-P', String(pipeline), '--csv'],
+    ...['EVALSHA', sha, '1', 'bench-ceiling:bench:client-__rand_int__', 'cf', String(LIMIT)],
+    ...[String(WINDOW_MS), '1'],
+  ];
+  const child = spawn('redis-benchmark', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`redis-benchmark exited ${code}: ${out}`);
+  const row = out.trim().split('\n').at(-1) ?? '';
+  const rate = Number(JSON.parse(`[${row}]`)[1]);
+  if (!Number.isFinite(rate) || rate <= 0)
+    throw new Error(`redis-benchmark: no rate in ${JSON.stringify(out)}`);
+  return rate;
 }
 
 async function commandCalls(admin) {
@@ -218,11 +284,13 @@ async function throughput(c, seconds) {
     }
   }
   const start = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   const elapsed = (performance.now() - start) / 1000;
+  const used = process.cpuUsage(cpu);
   if (refused > 0)
     throw new Error(`${c.name}: ${refused} refused decisions (limit should never bite)`);
-  return done / elapsed;
+  return { rate: done / elapsed, cpuUsPerDecision: (used.user + used.system) / done };
 }
 
 const admin = await connect();
@@ -239,11 +307,35 @@ const report = {
   scenarios: [],
 };
 
-async function runAllowed() {
-  const contenders = [await portcullis(), await expressRateLimit(), await flexible()];
-  const results = new Map(
-    contenders.map((c) => [c.name, { rates: [], roundTrips: 0, commands: 0 }]),
+/** The script's SHA1, as the store sends it (seen through a sendCommand that records it). */
+async function storeScriptSha() {
+  const client = await connect();
+  let sha;
+  const store = new RedisStore({
+    sendCommand: (args) => {
+      if (args[0] === 'EVALSHA') sha = args[1];
+      return client.call(args[0], ...args.slice(1));
+    },
+    prefix: 'bench-sha:',
+  });
+  // Loads the script too (NOSCRIPT, then EVAL once), as redis-benchmark's EVALSHA needs.
+  await createWindowLimiter({ store, limit: LIMIT, windowMs: WINDOW_MS, name: 'bench' }).consume(
+    'x',
   );
+  store.close();
+  client.disconnect();
+  return sha;
+}
+
+async function runAllowed() {
+  const contenders = [];
+  for (const make of [portcullis, expressRateLimit, flexible])
+    for (const via of VIAS) contenders.push(await make(via));
+  const results = new Map(
+    contenders.map((c) => [c.name, { rates: [], cpu: [], roundTrips: 0, commands: 0 }]),
+  );
+  const sha = await storeScriptSha();
+  const ceilings = { 1: [], 16: [] };
 
   // Warm-up (loads scripts, JIT) and the sequential round-trip count.
   for (const c of contenders) {
@@ -260,15 +352,35 @@ async function runAllowed() {
   }
 
   for (let round = 0; round < ROUNDS; round++) {
-    for (const c of contenders) results.get(c.name).rates.push(await throughput(c, SECONDS));
+    for (const c of contenders) {
+      const { rate, cpuUsPerDecision } = await throughput(c, SECONDS);
+      results.get(c.name).rates.push(rate);
+      results.get(c.name).cpu.push(cpuUsPerDecision);
+    }
+    for (const p of [1, 16])
+      ceilings[p].push(
+        await ceiling(p, sha, SECONDS, ceilings[p].at(-1) ?? (p === 1 ? 60e3 : 180e3)),
+      );
   }
 
   const rows = contenders.map((c) => {
     const r = results.get(c.name);
-    return { name: c.name, rate: median(r.rates), roundTrips: r.roundTrips, commands: r.commands };
+    return {
+      name: c.name,
+      via: c.via,
+      ours: c.ours,
+      rate: median(r.rates),
+      cpuUsPerDecision: median(r.cpu),
+      roundTrips: r.roundTrips,
+      commands: r.commands,
+    };
   });
-  const ours = rows[0];
-  const fasterPeer = Math.max(rows[1].rate, rows[2].rate);
+  const ceiling1 = median(ceilings[1]);
+  const ceiling16 = median(ceilings[16]);
+  const ours = rows.filter((r) => r.ours);
+  const peers = rows.filter((r) => !r.ours);
+  const best = ours.reduce((a, b) => (b.rate > a.rate ? b : a));
+  const bestPeer = peers.reduce((a, b) => (b.rate > a.rate ? b : a));
 
   console.log(
     `Allowed: Redis ${redisVersion} on 127.0.0.1:${PORT}, Node ${process.version}, ` +
@@ -276,39 +388,77 @@ async function runAllowed() {
   );
   console.log('');
   console.log(
-    '| contender | decisions/s | vs @portcullis/redis | round trips / decision | Redis commands / decision (incl. inside scripts) |',
+    '| contender | decisions/s | vs ceiling (-P 16) | vs best peer | client CPU µs / decision | round trips / decision | Redis commands / decision (incl. inside scripts) |',
   );
-  console.log('|---|---:|---:|---:|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  const f = (n) => Math.round(n).toLocaleString('en-US');
   for (const r of rows) {
     console.log(
-      `| ${r.name} | ${Math.round(r.rate).toLocaleString('en-US')} | ${(r.rate / ours.rate).toFixed(2)}× | ${r.roundTrips.toFixed(2)} | ${r.commands.toFixed(2)} |`,
+      `| ${r.name} | ${f(r.rate)} | ${(r.rate / ceiling16).toFixed(2)}× | ${(r.rate / bestPeer.rate).toFixed(2)}× | ${r.cpuUsPerDecision.toFixed(1)} | ${r.roundTrips.toFixed(2)} | ${r.commands.toFixed(2)} |`,
+    );
+  }
+  for (const [p, rate] of [
+    [1, ceiling1],
+    [16, ceiling16],
+  ]) {
+    console.log(
+      `| ceiling: redis-benchmark, the store's EVALSHA, ${p === 1 ? 'unpipelined' : '-P 16'} | ${f(rate)} | ${(rate / ceiling16).toFixed(2)}× | ${(rate / bestPeer.rate).toFixed(2)}× | | ${p === 1 ? '1.00' : (1 / 16).toFixed(2)} | 4.00 |`,
     );
   }
   console.log('');
-  console.log(`@portcullis/redis / faster peer: ${(ours.rate / fasterPeer).toFixed(2)}×`);
+  for (const via of VIAS) {
+    const mine = rows.find((r) => r.ours && r.via === via);
+    const peer = Math.max(...rows.filter((r) => !r.ours && r.via === via).map((r) => r.rate));
+    console.log(
+      `${via}: @portcullis/redis / best peer with the same client ${(mine.rate / peer).toFixed(2)}×`,
+    );
+  }
+  console.log(
+    `best @portcullis/redis (${best.name}): ${(best.rate / ceiling16).toFixed(2)}× the pipelined ceiling ` +
+      `(target ≥ 0.50), ${(best.rate / bestPeer.rate).toFixed(2)}× the best peer (${bestPeer.name}; target ≥ 1.00); ` +
+      `ceiling rounds: unpipelined ${ceilings[1].map(f).join(' ')}, -P 16 ${ceilings[16].map(f).join(' ')}`,
+  );
   console.log('');
 
-  report.contenders = rows.map((r) => ({ ...r, rates: results.get(r.name).rates }));
-  report.ratioToFasterPeer = ours.rate / fasterPeer;
+  report.contenders = rows.map((r) => ({
+    ...r,
+    rates: results.get(r.name).rates,
+    cpuUsPerDecisionRounds: results.get(r.name).cpu,
+  }));
+  report.ceiling = { unpipelined: ceiling1, pipelined16: ceiling16, rounds: ceilings };
+  report.ratioToCeiling = best.rate / ceiling16;
+  report.ratioToFasterPeer = best.rate / bestPeer.rate;
   report.scenarios.push(
     {
       name: 'allowed decisions/s (fixed window, 1 process)',
       unit: 'decisions/s',
       higherIsBetter: true,
-      rows: rows.map((r, i) => ({
-        contender: r.name,
-        value: Math.round(r.rate),
-        isPortcullis: i === 0,
-      })),
+      rows: [
+        ...rows.map((r) => ({
+          contender: r.name,
+          value: Math.round(r.rate),
+          isPortcullis: r.ours,
+        })),
+        {
+          contender: 'ceiling: redis-benchmark -P 16',
+          value: Math.round(ceiling16),
+          isPortcullis: false,
+        },
+        {
+          contender: 'ceiling: redis-benchmark unpipelined',
+          value: Math.round(ceiling1),
+          isPortcullis: false,
+        },
+      ],
     },
     {
-      name: 'allowed: Redis commands per decision',
-      unit: 'commands',
+      name: 'allowed: client CPU µs per decision',
+      unit: 'µs',
       higherIsBetter: false,
-      rows: rows.map((r, i) => ({
+      rows: rows.map((r) => ({
         contender: r.name,
-        value: Number(r.commands.toFixed(3)),
-        isPortcullis: i === 0,
+        value: Number(r.cpuUsPerDecision.toFixed(2)),
+        isPortcullis: r.ours,
       })),
     },
   );

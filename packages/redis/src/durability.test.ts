@@ -516,6 +516,46 @@ describe('RedisStore writes back lockouts Redis lost (real Redis)', () => {
     }
   });
 
+  it('an idle store whose write-back failed probes by itself every probeIntervalMs until Redis takes it', async () => {
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('wb-idle');
+    let down = false;
+    const sendCommand: SendCommand = (args, key) =>
+      down ? Promise.reject(new Error('connect ECONNREFUSED')) : client.sendCommand(args, key);
+    const store = new RedisStore({
+      sendCommand,
+      prefix,
+      clock,
+      timers: clock,
+      probeIntervalMs: 1000,
+      subscribe: () => () => {},
+    });
+    try {
+      await lockOut(store, 'ip');
+      await deletePrefix(client.sendCommand, prefix);
+      // The client reports a failover while the promoted replica is not there yet.
+      down = true;
+      store.writeBackLockouts();
+      for (let i = 0; i < 100 && !store.degraded; i++) await new Promise((r) => setTimeout(r, 1));
+      expect(store.degraded).toBe(true);
+      clock.advance(999);
+      down = false;
+      await new Promise((r) => setTimeout(r, 20));
+      // No decision comes, and the probe is not due yet: nothing was written.
+      expect(await client.getBuffer(`${prefix}ip`)).toBeNull();
+      clock.advance(1);
+      await until(`${prefix}ip`);
+      expect(store.degraded).toBe(false);
+      expect(decodeState(await client.getBuffer(`${prefix}ip`))).toEqual({
+        kind: 'L',
+        numbers: [1_300_000, 1_300_000],
+      });
+    } finally {
+      store.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
+
   it('without subscribe a lockout seen in Redis is never written back (a reset elsewhere would not reach this process)', async () => {
     const clock = manualClock(1_000_000);
     const prefix = uniquePrefix('wb-nosub');

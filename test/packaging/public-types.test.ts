@@ -25,6 +25,7 @@ const INTERNAL = [
   'compileClientRules',
   'POLICY_MEMBER',
   'KeyIndex',
+  'SlotPool',
 ];
 
 describe('@portcullis/core as built', () => {

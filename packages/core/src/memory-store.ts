@@ -104,7 +104,7 @@ const memoryStoreSpec = {
  * `unref()`ed sweep timer. Every answer is a plain {@link Decision}, never a promise. This class
  * is the algorithm dispatch: which algorithm reads and writes a key's state, and what that state
  * means for its expiry and protection; which keys are admitted, which go when it is full, and
- * the slots they live in are its {@link SlotPool}'s (slot-pool.ts).
+ * the slots they live in are its slot pool's (slot-pool.ts).
  */
 export class MemoryStore implements Store {
   readonly #slots = new KeyIndex<Slot>();

@@ -12,7 +12,10 @@ import type { FailureRule, WindowRule } from './store.js';
 /** What a slot holds: a window of one algorithm, or failure state. */
 export type Kind = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'failure';
 
-/** The state a slot stands for, by kind. */
+/**
+ * The state a slot stands for, by kind.
+ * @internal
+ */
 export type State = FixedWindowState | SlidingWindowState | TokenBucketState | FailureState;
 
 /** The log of a slot that never held failures; never written (a failure slot gets its own). */
@@ -22,6 +25,7 @@ const NO_LOG: number[] = [];
  * One key's entry, its state inside. Slots are pooled: a slot whose key went (expired, deleted,
  * evicted) is reused, failure log included, for the next new key, so a table that churns (a flood
  * of new clients) allocates nothing that lives longer than a call but the key strings themselves.
+ * @internal
  */
 export class Slot implements FixedWindowState, SlidingWindowState, TokenBucketState, FailureState {
   /** The table holding the slot (the store's own, or a failure table's) and the key there. */
@@ -82,7 +86,10 @@ function resetFailure(state: FailureState): void {
   state.banMs = 0;
 }
 
-/** What the pool needs of its store. */
+/**
+ * What the pool needs of its store.
+ * @internal
+ */
 export interface PoolSetup {
   /** The most keys held, in every table together. */
   readonly max: number;
@@ -105,6 +112,7 @@ export interface PoolSetup {
  * behind), the slots whose key went kept for reuse, and at most one `unref()`ed sweep timer.
  * When full it drops expired keys first (a full sweep, only when something has expired), then the
  * oldest key that is not protected; it never evicts a protected one.
+ * @internal
  */
 export class SlotPool {
   /** Keys held in every table together: what `max` bounds. */

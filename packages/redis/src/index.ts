@@ -3,13 +3,13 @@
  * round trip per decision, and a defined answer (`onError`) when Redis is down or slow.
  * @packageDocumentation
  */
-export {
-  type DurabilityOptions,
-  type LocalDenyOptions,
-  type OnError,
-  RedisStore,
-  type RedisStoreOptions,
-  type SendCommand,
-  type Subscribe,
-  type Unsubscribe,
-} from './redis-store.js';
+export type {
+  DurabilityOptions,
+  LocalDenyOptions,
+  OnError,
+  RedisStoreOptions,
+  SendCommand,
+  Subscribe,
+  Unsubscribe,
+} from './options.js';
+export { RedisStore } from './redis-store.js';

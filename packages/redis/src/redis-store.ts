@@ -6,7 +6,6 @@ import {
   type FailureRule,
   type Logger,
   MemoryStore,
-  type MemoryStoreOptions,
   PortcullisConfigError,
   type Store,
   type StoreLockout,
@@ -17,241 +16,44 @@ import {
 } from '@portcullis/core';
 import {
   byEnd,
-  functionOption,
-  integerOption,
-  methodsOption,
-  oneOfOption,
   parseOptions,
   requiredOption,
   safeLogger,
   timeStoreCall,
 } from '@portcullis/core/adapter';
-import { LocalDeny, type LocalDenyOptions } from './local-deny.js';
-import { plainObject, string } from './options.js';
+import { LocalDeny } from './local-deny.js';
+import {
+  durabilitySpec,
+  localDenySpec,
+  nested,
+  type OnError,
+  type RedisStoreOptions,
+  type SendCommand,
+  type Subscribe,
+  spec,
+  type Unsubscribe,
+  WHERE,
+} from './options.js';
+import {
+  failureReplyValid,
+  isDelReply,
+  isMembersReply,
+  isNoScript,
+  isPong,
+  isRangeReply,
+  isRefundReply,
+  isRestampReply,
+  isScanReply,
+  isTimeReply,
+  isWaitReply,
+  RedisReplyError,
+  RedisTimeoutError,
+  type ScriptReply,
+  windowReplyValid,
+} from './replies.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
+import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
 import { keySlot, SLOTS, slotTag } from './slots.js';
-
-/**
- * Sends one Redis command and resolves to its reply; a Redis error reply rejects. `args` are the
- * command and its arguments as strings (`['EVALSHA', sha, '1', key, …]`); `key` is the key the
- * command touches (for cluster clients that route by key), `undefined` for `PING` and `SCAN`.
- * `WAIT` (only with `durability`) names no key of its own: `key` is the key whose write it waits
- * for, and the command must go to that key's node on the connection that sent the write (one
- * connection per node, as every client below keeps).
- *
- * - ioredis / iovalkey: `(args) => redis.call(args[0], ...args.slice(1))`
- * - node-redis: `(args) => client.sendCommand(args)`
- * - node-redis cluster: `(args, key) => cluster.sendCommand(key, false, args)`
- * - ioredis Cluster: `cluster.call(…)`, but a `WAIT` through a pipeline with the key (see the
- *   README, "Clients": a keyless command alone goes to a random node)
- */
-export type SendCommand = (args: string[], key: string | undefined) => Promise<unknown>;
-
-/**
- * What the store answers while Redis fails (an error reply, a lost connection, a malformed reply or
- * no answer within `timeoutMs`):
- * - `fallback`: an in-process `MemoryStore` applies the same rules; decisions carry reason `'fallback'`.
- * - `open`: allow (reason `'store-error'`, `allowed: true`), counting nothing.
- * - `closed`: refuse (reason `'store-error'`, `allowed: false`); adapters answer 503, not 429.
- *
- * Under every policy a lockout this process has seen (from Redis or recorded by the fallback)
- * keeps refusing until it ends: a store error never unlocks anyone, and neither does a Redis that
- * comes back without the lockout (restarted empty, failed over to a stale replica).
- */
-export type OnError = 'fallback' | 'open' | 'closed';
-
-/** Stops a subscription made by {@link Subscribe}; `close()` calls it. */
-export type Unsubscribe = () => unknown;
-
-/**
- * Subscribes a connection OF ITS OWN (a subscribed Redis connection can send nothing else) to
- * `channel` and calls `onMessage` with each message's text. Called once, by the constructor. When
- * it returns (or resolves to) a function, `close()` calls it to unsubscribe and disconnect.
- *
- * - ioredis / iovalkey:
- *   `(channel, onMessage) => { const sub = redis.duplicate(); sub.on('message', (ch, m) => ch === channel && onMessage(m)); sub.subscribe(channel); return () => sub.disconnect(); }`
- * - node-redis 5, 6: `async (channel, onMessage) => { const sub = client.duplicate(); await sub.connect(); await sub.subscribe(channel, onMessage); return () => sub.destroy(); }` (node-redis 4: `sub.disconnect()`)
- * - ioredis Cluster: the same with `cluster.duplicate()` (classic pub/sub reaches every node).
- */
-export type Subscribe = (channel: string, onMessage: (message: string) => void) => unknown;
-
-export type { LocalDenyOptions } from './local-deny.js';
-
-/**
- * Options of `RedisStore`'s `durability`: after a decision that starts a lockout or a ban, the store
- * sends `WAIT replicas timeoutMs` to the key's node and returns the decision once it answered.
- * Every number is an integer.
- */
-export interface DurabilityOptions {
-  /** How many replicas must have the lockout before the decision returns, 1 or more. @default 1 */
-  replicas?: number;
-  /**
-   * The longest the `WAIT` blocks, at most the store's `timeoutMs` (the decision as a whole never
-   * waits longer than that: the `WAIT` gets what the script call left of it). @default 50
-   */
-  timeoutMs?: number;
-}
-
-/** Options of {@link RedisStore}. */
-export interface RedisStoreOptions {
-  /** Sends one command through your Redis client (see {@link SendCommand}). Required. */
-  sendCommand: SendCommand;
-  /** Prepended to every key. Use a hash tag (`{portcullis}:`) to keep every key on one Cluster shard. @default 'portcullis:' */
-  prefix?: string;
-  /** What to answer while Redis fails. @default 'fallback' */
-  onError?: OnError;
-  /**
-   * The longest a decision waits for Redis before `onError` decides: an integer from 1 to
-   * 2^31 − 1 (the longest a Node timer waits). While a call is pending its timer keeps the process
-   * alive, so a script awaiting a decision from a hung Redis gets the `onError` answer.
-   * @default 1000
-   */
-  timeoutMs?: number;
-  /**
-   * While Redis is failing, decisions go straight to the `onError` policy (no waiting) and one
-   * `PING` every `probeIntervalMs` checks whether Redis is back. An integer from 1 to 2^31 − 1.
-   * @default 1000
-   */
-  probeIntervalMs?: number;
-  /**
-   * Options of the in-process `MemoryStore` used as fallback. Its `maxEntries` also bounds the
-   * table of lockouts this process has seen. @default {}
-   */
-  fallback?: MemoryStoreOptions;
-  /** Receives one error when an outage starts and one warning when Redis answers again. */
-  logger?: Logger;
-  /**
-   * FOR DETERMINISTIC TESTS ONLY: when given, the script takes `now` from this clock (sent as an
-   * argument) instead of the Redis server's `TIME`, so processes with skewed clocks would disagree.
-   * It also times the outage probe and is the fallback store's clock. @default the Redis server clock
-   */
-  clock?: Clock;
-  /**
-   * The local deny table: a refusal Redis answered that holds for every later call until a known
-   * instant (an active lockout, a fixed window with nothing left, a sliding window blocked for a
-   * unit call) is answered by this process, without Redis, until then, with the numbers Redis
-   * would give, for at most `maxStaleMs` from the moment Redis decided. `false` turns it off;
-   * `true` is `{}`. See the README, "Local deny table", for the staleness bound.
-   * @default { maxEntries: 10000, maxStaleMs: 1000 }
-   */
-  localDeny?: boolean | LocalDenyOptions;
-  /**
-   * Subscribes a connection of its own to the invalidation channel (`<prefix>deny-invalidations`),
-   * so that a reset (`delete`) or a refund that reopens a window in any process ends this process's
-   * local refusal at once. Without it, such a change made elsewhere reaches this process within
-   * `localDeny.maxStaleMs`. See {@link Subscribe} for the one-liners.
-   */
-  subscribe?: Subscribe;
-  /**
-   * After a decision that starts a lockout or a ban, `WAIT replicas timeoutMs` on the key's node
-   * (routed by `sendCommand`'s `key`, see {@link SendCommand}), and the decision is returned once
-   * it answered, within the store's `timeoutMs`. A `WAIT` that reached fewer replicas is logged
-   * once per episode, never an error. Ordinary decisions never wait. `true` is `{}`. It is not
-   * consensus: see the README, "Durability".
-   * @default false
-   */
-  durability?: boolean | DurabilityOptions;
-  /**
-   * Timers for the `timeoutMs` race and the fallback store's sweep. By default the race uses a
-   * ref'ed timer, alive only while a call is pending, and the sweep an `unref()`ed one.
-   * @default the system timers
-   */
-  timers?: Timers;
-}
-
-const WHERE = 'RedisStore';
-
-const spec = {
-  sendCommand: functionOption,
-  prefix: string,
-  onError: oneOfOption<OnError>(['fallback', 'open', 'closed']),
-  timeoutMs: integerOption(1, 2_147_483_647),
-  probeIntervalMs: integerOption(1, 2_147_483_647),
-  fallback: plainObject<MemoryStoreOptions>(),
-  logger: methodsOption<Logger>('warn', 'error'),
-  clock: methodsOption<Clock>('now'),
-  timers: methodsOption<Timers>('setTimeout', 'clearTimeout'),
-  localDeny: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'boolean'
-      ? value
-      : plainObject<LocalDenyOptions>()(value, () => fail('a boolean or an object')),
-  subscribe: functionOption,
-  durability: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'boolean'
-      ? value
-      : plainObject<DurabilityOptions>()(value, () => fail('false, true or an object')),
-};
-
-const durabilitySpec = {
-  replicas: integerOption(1, 2_147_483_647),
-  timeoutMs: integerOption(1, 2_147_483_647),
-};
-
-const localDenySpec = {
-  maxEntries: integerOption(1, 16_777_216),
-  maxStaleMs: integerOption(1, 315_360_000_000),
-};
-
-/** Rewrites a nested option's config error so that it names `<parent>.<option>`. */
-function nested<T>(parent: string, build: () => T): T {
-  try {
-    return build();
-  } catch (error) {
-    if (error instanceof PortcullisConfigError) {
-      throw new PortcullisConfigError(
-        error.code,
-        `${parent}.${error.option}`,
-        `${WHERE}: ${parent}: ${error.message}`,
-      );
-    }
-    throw error;
-  }
-}
-
-/** The error a decision gets when Redis did not answer within `timeoutMs`. */
-class RedisTimeoutError extends Error {
-  readonly code = 'ERR_PORTCULLIS_REDIS_TIMEOUT';
-  constructor(ms: number) {
-    super(`Redis did not answer within ${ms}ms`);
-    this.name = 'RedisTimeoutError';
-  }
-}
-
-/** Thrown (then handled as a store error) when a reply is malformed. */
-class RedisReplyError extends Error {
-  readonly code = 'ERR_PORTCULLIS_REDIS_REPLY';
-  constructor(reply: unknown) {
-    super(`malformed reply from Redis: ${describeReply(reply)}`);
-    this.name = 'RedisReplyError';
-  }
-}
-
-function describeReply(reply: unknown): string {
-  try {
-    return (JSON.stringify(reply) ?? String(reply)).slice(0, 100);
-  } catch {
-    return String(reply).slice(0, 100);
-  }
-}
-
-/**
- * The script's reply: allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1), and
- * for an allowed consume the script's time of the spend.
- */
-type ScriptReply = [number, number, number, number, number, number?];
-
-function isInteger(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value);
-}
-
-function isFiveIntegers(reply: unknown): reply is ScriptReply {
-  return Array.isArray(reply) && reply.length === 5 && reply.every(isInteger);
-}
-
-function isSpentReply(reply: unknown): reply is ScriptReply {
-  // Any integer time: a test clock may stand before the epoch after it stepped back.
-  return Array.isArray(reply) && reply.length === 6 && reply.every(isInteger);
-}
 
 /**
  * Marks an invalidation published by a refund that reopened a window (the key follows), apart from
@@ -263,97 +65,6 @@ const REOPENED = '\u0001reopened:';
 /** Marks a reset of a key that itself starts like a marked message (any other goes as it is). */
 const RESET = '\u0001reset:';
 
-/** The longest failure state a window call can meet: a lockout of the longest timer delay. */
-const MAX_HELD_MS = 2 ** 31 - 1;
-
-/** The longest wait a window algorithm can honestly advertise: the time its state takes to drain. */
-function windowSpan(rule: WindowRule): number {
-  return rule.algorithm === 'sliding-window' ? 2 * rule.windowMs : rule.windowMs;
-}
-
-/**
- * Whether `reply` is a well-formed answer to a window operation: integers; allowed and
- * lockoutStarted 0 or 1 (never a lockout); remaining within [0, limit]; an allowed answer waits 0,
- * a refused one more than 0; no wait beyond the algorithm's span; a peek is allowed exactly when a
- * unit remains; a fixed window's refusal waits exactly until it resets.
- */
-function windowReplyValid(reply: unknown, rule: WindowRule, peek: boolean): reply is ScriptReply {
-  // A consume that spent names, sixth, the script's time of the spend (see SpentReply).
-  if (!peek && isSpentReply(reply))
-    return reply[0] === 1 && windowReplyValid(reply.slice(0, 5), rule, peek);
-  if (!isFiveIntegers(reply)) return false;
-  const [allowed, remaining, retry, reset, started] = reply;
-  // A key that holds failure state (a failure limiter of the same name) refuses a window call
-  // until that state ends, which may be longer than the window; the fifth field says so (2).
-  if (started === 2)
-    return (
-      allowed === 0 && remaining === 0 && retry === reset && retry >= 1 && retry <= MAX_HELD_MS
-    );
-  const span = windowSpan(rule);
-  if (started !== 0 || remaining < 0 || remaining > rule.limit || reset < 0 || reset > span)
-    return false;
-  if (allowed === 1) return retry === 0 && (!peek || remaining >= 1);
-  if (allowed !== 0 || retry < 1 || retry > span || (peek && remaining !== 0)) return false;
-  return rule.algorithm !== 'fixed-window' || retry === reset;
-}
-
-/** A failure operation of the script: check, record a failure, record a success, write back. */
-type FailureOp = 'k' | 'r' | 's' | 'w' | 'b';
-
-/**
- * Whether `reply` is a well-formed answer to a failure operation: integers; a lockout refuses with
- * remaining 0 and retryAfterMs = resetMs within [1, lockoutMs] (exactly lockoutMs when this call
- * started it, which only a recorded failure can); an open answer waits 0, keeps at least one
- * attempt, and resets within windowMs (0 exactly when nothing is counted); a success clears all;
- * a write-back always answers the lockout in force.
- */
-function failureReplyValid(reply: unknown, rule: FailureRule, op: FailureOp): reply is ScriptReply {
-  if (!isFiveIntegers(reply)) return false;
-  const [allowed, remaining, retry, reset, started] = reply;
-  // A ban in force (3) lasts its own length, which lockoutMs does not bound.
-  if (started === 3)
-    return (
-      allowed === 0 && remaining === 0 && retry >= 1 && retry <= MAX_HELD_MS && reset === retry
-    );
-  // A ban call answers the lockout in force, ban or not.
-  if (op === 'b') return allowed === 0 && started === 0 && failureReplyValid(reply, rule, 'k');
-  if (started !== 0 && (started !== 1 || op !== 'r')) return false;
-  if (allowed === 0) {
-    return (
-      remaining === 0 &&
-      retry >= 1 &&
-      retry <= rule.lockoutMs &&
-      reset === retry &&
-      (started === 0 || retry === rule.lockoutMs)
-    );
-  }
-  if (allowed !== 1 || op === 'w' || retry !== 0 || started !== 0) return false;
-  if (op === 's') return remaining === rule.maxAttempts && reset === 0;
-  if (remaining < 1 || remaining > rule.maxAttempts) return false;
-  if (op === 'r' && remaining === rule.maxAttempts) return false;
-  return remaining === rule.maxAttempts ? reset === 0 : reset >= 1 && reset <= rule.windowMs;
-}
-
-const isPong = (reply: unknown): reply is 'PONG' => String(reply) === 'PONG';
-
-/**
- * A refund answers 1 when it gave something back, 2 when it gave back to a window that refused a
- * unit call just before (other processes may hold that refusal), else 0.
- */
-const isRefundReply = (reply: unknown): reply is 0 | 1 | 2 =>
-  reply === 0 || reply === 1 || reply === 2;
-
-const isDelReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
-
-const isTimeReply = (reply: unknown): reply is [unknown, unknown] =>
-  Array.isArray(reply) && reply.length === 2 && reply.every((part) => /^\d+$/.test(String(part)));
-
-const isRangeReply = (reply: unknown): reply is unknown[] =>
-  Array.isArray(reply) &&
-  (reply.length % 2 === 0 || reply.every((pair) => Array.isArray(pair) && pair.length === 2));
-
-const isMembersReply = (reply: unknown): reply is unknown[] => Array.isArray(reply);
-
 /**
  * How long the registry of slots holding lockouts lives after it was last written: the longest
  * lockout a limiter can set (10 years), so it never ends before a lockout it names.
@@ -363,26 +74,11 @@ const REGISTRY_TTL_MS = 315_360_000_000;
 /** How many slots' lockout indexes a listing reads at once. */
 const LISTING_BATCH = 512;
 
-/** How many of the oldest seen lockouts a full table looks at to pick the one to forget. */
-const SEEN_SAMPLE = 64;
-
-/**
- * A lockout this process has seen, in its own clock, under `rule`; `pending` while it is to be
- * written back to Redis (the fallback started it, or Redis was found without it).
- */
-interface SeenLockout {
-  until: number;
-  rule: FailureRule;
-  pending: boolean;
-}
-
 /** The resolved `durability` option. */
 interface Durability {
   replicas: number;
   timeoutMs: number;
 }
-
-const isWaitReply = (reply: unknown): reply is number => isInteger(reply) && reply >= 0;
 
 /**
  * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
@@ -393,27 +89,10 @@ const callTimers: Timers = Object.freeze({
   clearTimeout: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 });
 
-function isNoScript(error: unknown): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
-  return typeof message === 'string' && message.startsWith('NOSCRIPT');
-}
-
-function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
-  return (
-    Array.isArray(reply) &&
-    reply.length === 2 &&
-    /^\d+$/.test(String(reply[0])) &&
-    Array.isArray(reply[1]) &&
-    reply[1].every((k) => typeof k === 'string' || k instanceof Uint8Array)
-  );
-}
-
 const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 'ct' } as const;
 const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt' } as const;
 const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': 'gt' } as const;
 const RESTAMP = { 'fixed-window': 'xf', 'sliding-window': 'xs', 'token-bucket': 'xt' } as const;
-
-const isRestampReply = (reply: unknown): reply is 0 | 1 => reply === 0 || reply === 1;
 
 /** Escapes glob metacharacters so a prefix matches only itself in `SCAN … MATCH`. */
 function globEscape(text: string): string {
@@ -453,8 +132,7 @@ export class RedisStore implements Store {
    * Lockouts this process has seen, from Redis replies or started by the fallback, keyed like the
    * store: each refuses until it ends, whatever Redis says later. At most `fallback.maxEntries`.
    */
-  readonly #seen = new Map<string, SeenLockout>();
-  readonly #seenMax: number;
+  readonly #seen: SeenLockouts;
   #down = false;
   #downSince = 0;
   #nextProbeAt = 0;
@@ -531,7 +209,7 @@ export class RedisStore implements Store {
       }
       throw error;
     }
-    this.#seenMax = this.#local.maxEntries;
+    this.#seen = new SeenLockouts(this.#local.maxEntries);
     const deny = o.localDeny ?? true;
     if (deny !== false) {
       const d = nested('localDeny', () =>
@@ -830,7 +508,10 @@ export class RedisStore implements Store {
   #banFallback(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
     if (error !== undefined) this.#fail(error);
     const d = this.#local.ban(key, rule, ms);
-    if (d.reason === 'locked') this.#remember(key, this.#clock.now() + d.retryAfterMs, rule, true);
+    if (d.reason === 'locked') {
+      const now = this.#clock.now();
+      this.#seen.remember(key, now + d.retryAfterMs, rule, true, now);
+    }
     return this.#announce(d.reason === 'overflow' ? d : { ...d, reason: 'fallback' });
   }
 
@@ -917,7 +598,7 @@ export class RedisStore implements Store {
           const key = (batch[n] as { key: string }).key;
           // A lockout this process saw is clamped under this rule as Redis' was (a check would
           // do both); the listing says what Redis holds.
-          this.#seenLeft(key, rule, this.#clock.now());
+          this.#seen.left(key, rule, this.#clock.now());
           // What the deny table learnt under another rule may no longer be what Redis holds.
           this.#deny?.delete(key);
           if (reply[0] !== 0) return;
@@ -1121,7 +802,7 @@ export class RedisStore implements Store {
     const epoch = this.#epoch;
     // During a lockout this process has seen, a failure counts nothing and a success clears
     // nothing, even in a Redis that lost the lockout: Redis is only asked for its state.
-    const sent = op !== 'k' && this.#seenLeft(key, rule, this.#clock.now()) > 0 ? 'k' : op;
+    const sent = op !== 'k' && this.#seen.left(key, rule, this.#clock.now()) > 0 ? 'k' : op;
     const args = this.#args(
       key,
       sent,
@@ -1165,7 +846,7 @@ export class RedisStore implements Store {
   ): FailureDecision {
     const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
     const now = this.#clock.now();
-    const seen = this.#seenLeft(key, rule, now);
+    const seen = this.#seen.left(key, rule, now);
     if (d.reason === 'locked') {
       // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
       if (reply[4] === 3) {
@@ -1175,7 +856,7 @@ export class RedisStore implements Store {
         return d;
       }
       if (d.retryAfterMs >= seen) {
-        if (current) this.#remember(key, now + d.retryAfterMs, rule, false);
+        if (current) this.#seen.remember(key, now + d.retryAfterMs, rule, false, now);
         return d;
       }
       // Redis holds a shorter lockout than the one this process saw: it lost the one seen.
@@ -1193,61 +874,6 @@ export class RedisStore implements Store {
       if (local.reason === 'locked') return { ...local, reason: 'locked' };
     }
     return d;
-  }
-
-  /** The time left (ms, 0 when none) of a lockout this process has seen, clamped like the script. */
-  #seenLeft(key: string, rule: FailureRule, now: number): number {
-    if (this.#seen.size === 0) return 0;
-    const seen = this.#seen.get(key);
-    if (seen === undefined) return 0;
-    if (seen.until > now + rule.lockoutMs) seen.until = now + rule.lockoutMs;
-    if (now >= seen.until) {
-      this.#seen.delete(key);
-      return 0;
-    }
-    return seen.until - now;
-  }
-
-  /**
-   * Remembers a lockout of `rule` until `until` (this process's clock), `pending` a write-back
-   * when the fallback started it. The table holds at most `seenMax`
-   * lockouts: when full, an ended one goes first, else the one ending soonest among the
-   * {@link SEEN_SAMPLE} remembered longest ago (lockouts of one rule end in the order they were
-   * seen, so that is the one ending soonest of all; the bounded look keeps a flood of distinct
-   * lockouts at constant cost per lockout). A lockout ending before every one looked at is not
-   * remembered.
-   */
-  #remember(key: string, until: number, rule: FailureRule, pending: boolean): void {
-    const known = this.#seen.get(key);
-    if (known !== undefined) {
-      if (until > known.until) known.until = until;
-      known.rule = rule;
-      if (pending) known.pending = true;
-      return;
-    }
-    if (this.#seen.size >= this.#seenMax) {
-      const now = this.#clock.now();
-      let soonestKey: string | undefined;
-      let soonest = Number.POSITIVE_INFINITY;
-      let looked = 0;
-      for (const [k, v] of this.#seen) {
-        if (v.until <= now) {
-          soonestKey = k;
-          soonest = v.until;
-          break;
-        }
-        if (v.until < soonest) {
-          soonest = v.until;
-          soonestKey = k;
-        }
-        if (++looked >= SEEN_SAMPLE) break;
-      }
-      if (soonestKey !== undefined) {
-        if (soonest > now && soonest >= until) return;
-        this.#seen.delete(soonestKey);
-      }
-    }
-    this.#seen.set(key, { until, rule, pending });
   }
 
   #lockedDecision(
@@ -1313,7 +939,7 @@ export class RedisStore implements Store {
 
   #writeBackOne(key: string, seen: SeenLockout, now: number): void {
     const rule = seen.rule;
-    const left = this.#seenLeft(key, rule, now);
+    const left = this.#seen.left(key, rule, now);
     if (left <= 0) return;
     seen.pending = true;
     this.#writtenBack.set(key, now);
@@ -1344,7 +970,7 @@ export class RedisStore implements Store {
       let pending = false;
       const now = this.#clock.now();
       for (const [key, seen] of this.#seen)
-        if (seen.pending && this.#seenLeft(key, seen.rule, now) > 0) {
+        if (seen.pending && this.#seen.left(key, seen.rule, now) > 0) {
           pending = true;
           break;
         }
@@ -1666,7 +1292,7 @@ export class RedisStore implements Store {
   ): FailureDecision {
     if (error !== undefined) this.#fail(error);
     const now = this.#clock.now();
-    const seen = this.#seenLeft(key, rule, now);
+    const seen = this.#seen.left(key, rule, now);
     let d: FailureDecision;
     if (seen > 0) {
       // Under every policy a lockout this process has seen keeps refusing; nothing is counted.
@@ -1680,7 +1306,7 @@ export class RedisStore implements Store {
             : this.#local.recordSuccess(key, rule);
       // A lockout started during the outage: remember it, and write it back when Redis returns.
       if ((local as FailureDecision).lockoutStarted)
-        this.#remember(key, now + local.retryAfterMs, rule, true);
+        this.#seen.remember(key, now + local.retryAfterMs, rule, true, now);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
       d = this.#storeError(key, rule.maxAttempts);

@@ -45,6 +45,35 @@ describe.each([
     expect(guard.limiter.config.maxAttempts).toBe(1);
   });
 
+  it('close() on each middleware stops the timers it built, never a limiter passed to it', async () => {
+    const clock = manualClock(0);
+    const limit = rateLimit({ limit: 5, clock, timers: clock });
+    // Not loopback-exempt: the test client connects from 127.0.0.1, and its failures must count.
+    const guard = authGuard({
+      verify: () => 'invalid',
+      exemptLoopback: false,
+      clock,
+      timers: clock,
+    });
+    const hook = webhookGuard({ verify: () => 'invalid', clock, timers: clock });
+    const a = app((a) => {
+      a.post('/login', guard, (_req, res) => res.send('in'));
+      a.post('/hook', hook, (_req, res) => res.send('in'));
+      a.use(limit);
+      a.get('/', (_req, res) => res.send('ok'));
+    });
+    await request(a).get('/').expect(200);
+    await request(a).post('/login').expect(401);
+    await request(a).post('/hook').expect(401);
+    // Each built store armed its one sweep timer when it took its first key.
+    expect(clock.pendingTimers()).toBe(3);
+    await Promise.all([limit.close(), guard.close(), hook.close()]);
+    expect(clock.pendingTimers()).toBe(0);
+    const shared = rateLimit({ limiter: limit.limiter });
+    await shared.close();
+    expect(limit.limiter.peek('x').allowed).toBe(true);
+  });
+
   it('leaves a response an earlier middleware already sent alone (no ERR_HTTP_HEADERS_SENT)', async () => {
     const clock = manualClock(0);
     const errors: unknown[] = [];

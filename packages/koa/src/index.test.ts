@@ -31,6 +31,25 @@ describe.each([
     ctx.body = { state: ctx.state.rateLimit ?? null };
   };
 
+  it('close() on each middleware stops the timers it built', async () => {
+    const clock = manualClock(0);
+    const limit = rateLimit({ limit: 5, clock, timers: clock });
+    // Not loopback-exempt: the test client connects from 127.0.0.1, and its failures must count.
+    const guard = authGuard({
+      verify: () => 'invalid',
+      exemptLoopback: false,
+      clock,
+      timers: clock,
+    });
+    const hook = webhookGuard({ verify: () => 'invalid', clock, timers: clock });
+    await request(app(limit, ok)).get('/').expect(200);
+    await request(app(guard, ok)).get('/').expect(401);
+    await request(app(hook, ok)).get('/').expect(401);
+    expect(clock.pendingTimers()).toBe(3);
+    await Promise.all([limit.close(), guard.close(), hook.close()]);
+    expect(clock.pendingTimers()).toBe(0);
+  });
+
   it('exposes the decision on ctx.state.rateLimit', async () => {
     const clock = manualClock(0);
     const reply = await request(app(rateLimit({ limit: 2, clock, timers: clock }), ok)).get('/');

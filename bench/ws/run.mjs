@@ -170,7 +170,7 @@ const SPEC = {
   },
 };
 
-/** Issue 14's target: right credentials cost at most 5 % of the handshakes a bare server completes. */
+/** The target: right credentials cost at most 5 % of the handshakes a bare server completes. */
 const TARGET_PCT = 5;
 const CASE_ACCEPTED = (x) => SPEC[x.variant].expect === 101;
 /** What a refused upgrade is compared with: the accepted one of the same client and guard. */

@@ -1,4 +1,4 @@
-// Lockouts across the SIGKILL of their primary (issue 26): with `durability`, a lockout whose
+// Lockouts across the SIGKILL of their primary: with `durability`, a lockout whose
 // decision has returned is on a replica, so the promoted replica has it; without it, what the
 // replica had not received is lost, unless a store that saw the lockout is alive to write it back.
 //

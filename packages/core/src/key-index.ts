@@ -3,7 +3,7 @@ import { parseV4 } from './ip.js';
 /*
  * Why a table of our own: on a table that churns (a flood of new clients through a bounded store,
  * every call a miss, an eviction and an insert), V8's Map spends about 200 ns per new key on the
- * delete and the insert (bench/README.md#the-key-index), more than the rest of a decision together.
+ * delete and the insert (bench/NOTES.md#the-key-index), more than the rest of a decision together.
  * Most keys a limiter sees are client IPv4 addresses, and a canonical IPv4 text is a 32-bit number
  * in disguise: an open-addressing table of numbers does the same miss, eviction and insert in
  * about 20 ns. Every other key (IPv6 networks, opaque keys) stays in a Map.

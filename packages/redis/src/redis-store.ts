@@ -51,6 +51,7 @@ import {
   type ScriptReply,
   windowReplyValid,
 } from './replies.js';
+import { DurableLockouts } from './durability.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
 import { keySlot, SLOTS, slotTag } from './slots.js';
@@ -73,12 +74,6 @@ const REGISTRY_TTL_MS = 315_360_000_000;
 
 /** How many slots' lockout indexes a listing reads at once. */
 const LISTING_BATCH = 512;
-
-/** The resolved `durability` option. */
-interface Durability {
-  replicas: number;
-  timeoutMs: number;
-}
 
 /**
  * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
@@ -170,10 +165,8 @@ export class RedisStore implements Store {
   readonly #ownTimers: Timers | undefined;
   /** While write-backs wait for Redis to come back: the timer that probes for it. */
   #retrying: TimerHandle | undefined;
-  /** `durability`, resolved (undefined: off). */
-  readonly #durability: Durability | undefined;
-  /** While `WAIT`s reach fewer replicas than asked: lockout starts not confirmed so far. */
-  #short: { since: number; unconfirmed: number; nextWaitAt: number } | undefined;
+  /** `durability` (undefined: off): the WAIT after a lockout starts. */
+  readonly #durability: DurableLockouts | undefined;
 
   /**
    * @param options see {@link RedisStoreOptions}
@@ -229,10 +222,21 @@ export class RedisStore implements Store {
           `${WHERE}: durability: option "timeoutMs" must be at most the store's timeoutMs (${this.#timeoutMs}), got ${d.timeoutMs}`,
         );
       }
-      this.#durability = {
+      this.#durability = new DurableLockouts({
         replicas: d.replicas ?? 1,
         timeoutMs: Math.min(d.timeoutMs ?? 50, this.#timeoutMs),
-      };
+        storeTimeoutMs: this.#timeoutMs,
+        probeMs: this.#probeMs,
+        prefix: this.#prefix,
+        clock: this.#clock,
+        logger: this.#logger,
+        wait: (redisKey, replicas, ms, deadlineMs) =>
+          this.#deadline(
+            () => this.#call(['WAIT', String(replicas), String(ms)], redisKey),
+            isWaitReply,
+            deadlineMs,
+          ),
+      });
     }
     this.#channel = `${this.#prefix}deny-invalidations`;
     if (o.subscribe !== undefined) this.#subscribe(o.subscribe as Subscribe);
@@ -498,7 +502,7 @@ export class RedisStore implements Store {
         // An operator's ban resolves once it is listed too (a CLI exits right after it), and with
         // `durability` once a replica has it.
         const listed = this.#index(key, reply[2], reply[4] === 3);
-        const durable = this.#durability === undefined ? undefined : this.#wait(key, from);
+        const durable = this.#durability?.after(this.#prefix + key, from);
         return Promise.all([listed, durable]).then(() => d);
       },
       (error: unknown) => this.#banFallback(key, rule, ms, error),
@@ -824,7 +828,9 @@ export class RedisStore implements Store {
         // and with `durability` the decision waits for a replica to have it.
         if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs)) {
           void this.#index(key, reply[2], false);
-          if (this.#durability !== undefined) return this.#wait(key, from).then(() => d);
+          const durability = this.#durability;
+          if (durability !== undefined)
+            return durability.after(this.#prefix + key, from).then(() => d);
         }
         return d;
       },
@@ -1071,89 +1077,6 @@ export class RedisStore implements Store {
     return Promise.all([listed, named]).then(
       () => undefined,
       () => undefined,
-    );
-  }
-
-  /**
-   * `durability`: `WAIT replicas ms` on `key`'s node after a decision that wrote a lockout or a ban
-   * (the call was sent at `from`), bounded by what the store's `timeoutMs` left of the decision.
-   * Resolves when it answered or its time is up; never rejects. A `WAIT` that reached fewer
-   * replicas starts an episode, logged once: while it lasts at most one `WAIT` goes out per
-   * `probeIntervalMs` (a `WAIT` holds its connection, so every call queued behind it waits too),
-   * and the lockout starts in between return at once. The first `WAIT` that reaches the replicas
-   * again ends it (one more warning, with the count of lockouts left unconfirmed).
-   */
-  #wait(key: string, from: number): Promise<void> {
-    const durability = this.#durability as Durability;
-    const now = this.#clock.now();
-    const short = this.#short;
-    if (short !== undefined && now < short.nextWaitAt) {
-      short.unconfirmed++;
-      return Promise.resolve();
-    }
-    const left = this.#timeoutMs - Math.max(0, now - from);
-    if (left < 1) {
-      this.#shortfall(undefined, new RedisTimeoutError(this.#timeoutMs));
-      return Promise.resolve();
-    }
-    const ms = Math.min(durability.timeoutMs, left);
-    if (short !== undefined) short.nextWaitAt = now + this.#probeMs;
-    const redisKey = this.#prefix + key;
-    return this.#deadline(
-      () => this.#call(['WAIT', String(durability.replicas), String(ms)], redisKey),
-      isWaitReply,
-      left,
-    ).then(
-      (reached) => {
-        if (reached >= durability.replicas) this.#durable();
-        else this.#shortfall(reached, undefined);
-      },
-      (error: unknown) => this.#shortfall(undefined, error),
-    );
-  }
-
-  /** A lockout start left unconfirmed: the first of an episode logs once. */
-  #shortfall(reached: number | undefined, error: unknown): void {
-    const now = this.#clock.now();
-    const short = this.#short;
-    if (short !== undefined) {
-      short.unconfirmed++;
-      return;
-    }
-    this.#short = { since: now, unconfirmed: 1, nextWaitAt: now + this.#probeMs };
-    const durability = this.#durability as Durability;
-    const why =
-      reached !== undefined
-        ? `reached ${reached} of ${durability.replicas} replicas within ${durability.timeoutMs}ms`
-        : `failed (${error instanceof Error ? error.message : String(error)})`;
-    this.#logger?.warn(
-      {
-        code: 'PORTCULLIS_DURABILITY_SHORT',
-        store: WHERE,
-        prefix: this.#prefix,
-        replicas: durability.replicas,
-        ...(reached !== undefined && { reached }),
-        timeoutMs: durability.timeoutMs,
-        ...(error !== undefined && { err: error }),
-      },
-      `${WHERE}: WAIT after a lockout ${why}; a failover now may lose lockouts. Until a WAIT reaches the replicas again, at most one is sent per ${this.#probeMs}ms`,
-    );
-  }
-
-  /** A `WAIT` reached the replicas: an episode of shortfalls ends (one warning). */
-  #durable(): void {
-    const short = this.#short;
-    if (short === undefined) return;
-    this.#short = undefined;
-    this.#logger?.warn(
-      {
-        code: 'PORTCULLIS_DURABILITY_RESTORED',
-        store: WHERE,
-        prefix: this.#prefix,
-        shortForMs: this.#clock.now() - short.since,
-        unconfirmed: short.unconfirmed,
-      },
-      `${WHERE}: WAIT reaches the replicas again after ${this.#clock.now() - short.since}ms; ${short.unconfirmed} lockouts were not confirmed on a replica`,
     );
   }
 

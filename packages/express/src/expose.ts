@@ -7,7 +7,7 @@ const prepared = new WeakSet<object>();
 /**
  * Makes `req.rateLimit` read the decision of this request. Adding a property to an Express
  * request after it was built changes the object's hidden class, which costs Express's own property
- * reads for the rest of the request (bench/README.md measures about 6 % of a hello-world's server
+ * reads for the rest of the request (bench/NOTES.md measures about 6 % of a hello-world's server
  * CPU). So the app's request prototype gets one `rateLimit` accessor, backed by a WeakMap, and the
  * request objects keep their shape. A handler that assigns `req.rateLimit` itself still can.
  *

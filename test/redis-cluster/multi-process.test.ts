@@ -32,11 +32,37 @@ const CONSUMES_PER_PROCESS = 15; // 60 per key
 const LIMIT = 20;
 const LIMITERS = ['fixed', 'sliding', 'bucket'] as const;
 
+/** Every key the test touches under `prefix`: the failure subjects, then the window keys. */
+function keysOf(prefix: string) {
+  const subjects = Array.from({ length: SUBJECTS }, (_, i) => subject(i));
+  const windowKeys = LIMITERS.flatMap((limiter) =>
+    Array.from({ length: WINDOW_KEYS }, (_, i) => ({ limiter, key: `client-${i}` })),
+  );
+  const redisKeys = [
+    ...subjects.map((s) => failureKey(prefix, s)),
+    ...windowKeys.map((w) => windowKey(prefix, w.limiter, w.key)),
+  ];
+  return { subjects, windowKeys, redisKeys };
+}
+
+/**
+ * A fresh prefix whose 48 keys hash to 48 distinct slots: with any random prefix two of them
+ * share a slot in about 7 % of runs (48 keys over 16 384 slots), and the test would then prove
+ * less than it says.
+ */
+function spreadPrefix(): string {
+  for (;;) {
+    const prefix = uniquePrefix('cluster-mp');
+    if (new Set(keysOf(prefix).redisKeys.map(keySlot)).size === SUBJECTS + 3 * WINDOW_KEYS)
+      return prefix;
+  }
+}
+
 describeWithRedis('exact limits across processes on a Redis Cluster', () => {
   let cluster: Cluster;
   let workers: Worker[] = [];
   let client: StoreClient;
-  const prefix = uniquePrefix('cluster-mp');
+  const prefix = spreadPrefix();
 
   beforeAll(async () => {
     ensureBuilt();
@@ -71,14 +97,7 @@ describeWithRedis('exact limits across processes on a Redis Cluster', () => {
   });
 
   it('2 400 concurrent failures and consumes from 4 processes over 48 keys on every primary: every count exact', async () => {
-    const subjects = Array.from({ length: SUBJECTS }, (_, i) => subject(i));
-    const windowKeys = LIMITERS.flatMap((limiter) =>
-      Array.from({ length: WINDOW_KEYS }, (_, i) => ({ limiter, key: `client-${i}` })),
-    );
-    const redisKeys = [
-      ...subjects.map((s) => failureKey(prefix, s)),
-      ...windowKeys.map((w) => windowKey(prefix, w.limiter, w.key)),
-    ];
+    const { subjects, windowKeys, redisKeys } = keysOf(prefix);
     // The keys are spread: 48 slots, all three primaries.
     const owner = await slotOwners(cluster);
     expect(new Set(redisKeys.map(keySlot)).size).toBe(48);

@@ -322,6 +322,14 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
   }
 
   const runs = Number(process.env.EQUIV_RUNS ?? 300);
+  // EQUIV_SEED and EQUIV_PATH replay a counterexample fast-check reported (its seed and path).
+  const replay =
+    process.env.EQUIV_SEED === undefined
+      ? {}
+      : {
+          seed: Number(process.env.EQUIV_SEED),
+          ...(process.env.EQUIV_PATH !== undefined && { path: process.env.EQUIV_PATH }),
+        };
   // Every mode gets the full number of runs with the deny table on; two processes cost twice the
   // round trips, so they get half of them.
   const modes: [Mode, string, number][] = [
@@ -349,7 +357,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
           fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
           (rules, frule, ops, via) => run(mode, rules, [frule], ops, via),
         ),
-        { numRuns },
+        { numRuns, ...replay },
       );
     });
 

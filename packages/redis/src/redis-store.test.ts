@@ -13,7 +13,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   decodeState,
   deletePrefix,
+  delivered,
   ioredis,
+  subscriber,
   type TestClient,
   uniquePrefix,
 } from '../../../test/redis/helpers.js';
@@ -1395,5 +1397,54 @@ describe('RedisStore refund', () => {
         await deletePrefix(client.sendCommand, prefix);
       }
     });
+  });
+});
+
+describe('RedisStore ban across processes (real Redis)', () => {
+  let client: TestClient;
+  beforeAll(async () => {
+    client = await ioredis.connect();
+  });
+  afterAll(() => client?.close());
+
+  it('a ban made elsewhere ends the shorter lockout this process answers locally, at once (subscribe)', async () => {
+    // The equivalence property's counterexample (seed 2137026299): a 1 ms lockout held in this
+    // process's deny table was answered after another process banned the key for 2 ms.
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('ban-invalidates');
+    const rule: FailureRule = { maxAttempts: 1, windowMs: 60_000, lockoutMs: 1000 };
+    const sub = await subscriber();
+    const here = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      subscribe: sub.subscribe,
+    });
+    const elsewhere = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+    try {
+      await sub.ready();
+      expect(await here.recordFailure('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
+      expect(await here.checkFailures('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
+      const answered = here.localDeny === false ? 0 : here.localDeny.answered;
+      expect(answered).toBe(1);
+      expect(await elsewhere.ban('ip', rule, 90_000)).toMatchObject({
+        reason: 'locked',
+        retryAfterMs: 90_000,
+      });
+      await delivered(sub);
+      expect(await here.checkFailures('ip', rule)).toEqual({
+        allowed: false,
+        reason: 'locked',
+        limit: 1,
+        remaining: 0,
+        retryAfterMs: 90_000,
+        resetMs: 90_000,
+        key: 'ip',
+      });
+    } finally {
+      here.close();
+      elsewhere.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
   });
 });

@@ -52,6 +52,7 @@ import {
   windowReplyValid,
 } from './replies.js';
 import { DurableLockouts } from './durability.js';
+import { eachScanPage, globEscape, type ScanPage } from './scan.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
 import { keySlot, SLOTS, slotTag } from './slots.js';
@@ -88,11 +89,6 @@ const CONSUME = { 'fixed-window': 'cf', 'sliding-window': 'cs', 'token-bucket': 
 const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt' } as const;
 const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': 'gt' } as const;
 const RESTAMP = { 'fixed-window': 'xf', 'sliding-window': 'xs', 'token-bucket': 'xt' } as const;
-
-/** Escapes glob metacharacters so a prefix matches only itself in `SCAN … MATCH`. */
-function globEscape(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
-}
 
 /**
  * A {@link Store} in Redis: every decision is one atomic Lua script (`EVALSHA`, re-sent with
@@ -503,7 +499,17 @@ export class RedisStore implements Store {
         // `durability` once a replica has it.
         const listed = this.#index(key, reply[2], reply[4] === 3);
         const durable = this.#durability?.after(this.#prefix + key, from);
-        return Promise.all([listed, durable]).then(() => d);
+        // A ban now in force outlasts what other processes may answer locally (a shorter lockout
+        // in their deny tables): they forget it at once and ask Redis, as after a reopening
+        // refund (the same marked message: it invalidates, and cancels no refund).
+        const published =
+          reply[4] === 3
+            ? this.#publish(key, REOPENED + key).then(
+                () => undefined,
+                () => undefined,
+              )
+            : undefined;
+        return Promise.all([listed, durable, published]).then(() => d);
       },
       (error: unknown) => this.#banFallback(key, rule, ms, error),
     );
@@ -670,24 +676,11 @@ export class RedisStore implements Store {
    */
   async size(): Promise<number> {
     if (!this.#available()) return this.#local.size();
-    const match = `${globEscape(this.#prefix)}*`;
-    let cursor = '0';
     let count = 0;
     try {
-      do {
-        const reply = await this.#deadline(
-          () => this.#call(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'], undefined),
-          isScanReply,
-        );
-        cursor = String(reply[0]);
-        // The lockout index and its registry are no limiter's keys.
-        const index = `${this.#prefix}~lockouts`;
-        for (const k of reply[1])
-          if (
-            !(typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString()).startsWith(index)
-          )
-            count++;
-      } while (cursor !== '0');
+      await eachScanPage(this.#scan(this.#prefix), this.#prefix, (keys) => {
+        count += keys.length;
+      });
       this.#up();
       return count;
     } catch (error) {
@@ -752,32 +745,28 @@ export class RedisStore implements Store {
       'algorithm' in after
         ? [String(after.limit), String(after.windowMs), String(before.windowMs)]
         : [String(after.maxAttempts), String(after.windowMs), String(after.lockoutMs)];
-    const match = `${globEscape(this.#prefix + prefix)}*`;
-    let cursor = '0';
-    do {
-      const reply = await this.#deadline(
+    const [a, b, c] = numbers as [string, string, string];
+    await eachScanPage(this.#scan(this.#prefix + prefix), this.#prefix, (keys) =>
+      Promise.all(
+        keys.map((redisKey) => {
+          const key = redisKey.slice(this.#prefix.length);
+          const args = failure
+            ? this.#args(key, op, a, b, c, String(before.windowMs), at)
+            : this.#args(key, op, a, b, c, undefined, at);
+          return this.#run(args, isRestampReply, undefined);
+        }),
+      ),
+    );
+  }
+
+  /** `SCAN` pages of the keys starting with `keyPrefix`, each within `timeoutMs`. */
+  #scan(keyPrefix: string): ScanPage {
+    const match = `${globEscape(keyPrefix)}*`;
+    return (cursor) =>
+      this.#deadline(
         () => this.#call(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'], undefined),
         isScanReply,
       );
-      cursor = String(reply[0]);
-      const index = `${this.#prefix}~lockouts`;
-      const keys = reply[1].map((k) =>
-        typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString(),
-      );
-      await Promise.all(
-        // The lockout indexes are no limiter's keys (a limiter's keys always carry its name).
-        keys
-          .filter((redisKey) => !redisKey.startsWith(index))
-          .map((redisKey) => {
-            const key = redisKey.slice(this.#prefix.length);
-            const [a, b, c] = numbers as [string, string, string];
-            const args = failure
-              ? this.#args(key, op, a, b, c, String(before.windowMs), at)
-              : this.#args(key, op, a, b, c, undefined, at);
-            return this.#run(args, isRestampReply, undefined);
-          }),
-      );
-    } while (cursor !== '0');
   }
 
   /** Stops the fallback store's sweep timer. The Redis client is yours: close it yourself. */
@@ -865,8 +854,9 @@ export class RedisStore implements Store {
         if (current) this.#seen.remember(key, now + d.retryAfterMs, rule, false, now);
         return d;
       }
-      // Redis holds a shorter lockout than the one this process saw: it lost the one seen.
-      if (current) this.#lost(key);
+      // Redis holds a shorter lockout than the one this process saw (one earned again after a
+      // loss, or clamped by a shorter lockoutMs of a reconfigured rule): not written back, since
+      // a clamp must stand; this process still refuses until its own ends.
       return this.#lockedDecision(key, rule, seen, 'locked');
     }
     // Redis says no lockout (restarted empty, failed over, …): one this process saw still refuses,

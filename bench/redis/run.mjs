@@ -26,7 +26,7 @@
 //   the Redis socket is counted (one write = one request/response exchange);
 // - Redis commands per decision: the INFO commandstats delta over the same sequential run (a
 //   script counts once for EVALSHA plus once per redis.call inside it).
-import { fork, spawn } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
@@ -328,6 +328,12 @@ async function storeScriptSha() {
 }
 
 async function runAllowed() {
+  // The ceiling needs redis-benchmark (it ships with redis-server: Debian's redis-tools).
+  const probe = spawnSync('redis-benchmark', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0)
+    throw new Error(
+      `redis-benchmark not found (${probe.error?.message ?? probe.stderr}): the ceiling row needs it. Install Redis: apt-get install redis-server (redis-tools comes with it) or brew install redis`,
+    );
   const contenders = [];
   for (const make of [portcullis, expressRateLimit, flexible])
     for (const via of VIAS) contenders.push(await make(via));

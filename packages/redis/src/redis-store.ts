@@ -926,8 +926,6 @@ export class RedisStore implements Store {
   #writeBack(): void {
     if (this.#closed || this.#seen.size === 0) return;
     const now = this.#clock.now();
-    for (const [key, at] of this.#writtenBack)
-      if (now - at > 2 * this.#timeoutMs) this.#writtenBack.delete(key);
     const all = this.#subscribed;
     for (const [key, seen] of this.#seen)
       if (all || seen.pending) this.#writeBackOne(key, seen, now);
@@ -938,7 +936,15 @@ export class RedisStore implements Store {
     const left = this.#seen.left(key, rule, now);
     if (left <= 0) return;
     seen.pending = true;
-    this.#writtenBack.set(key, now);
+    // Kept in the order they were sent, so that the old ones are dropped from the front: the map
+    // never holds more than the write-backs of the last 2 × timeoutMs.
+    const written = this.#writtenBack;
+    written.delete(key);
+    for (const [k, at] of written) {
+      if (now - at <= 2 * this.#timeoutMs && now >= at) break;
+      written.delete(k);
+    }
+    written.set(key, now);
     const args = this.#args(key, 'w', String(left), String(rule.windowMs), String(rule.lockoutMs));
     this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
       (reply) => {

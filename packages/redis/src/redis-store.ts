@@ -53,9 +53,19 @@ import {
 } from './replies.js';
 import { DurableLockouts } from './durability.js';
 import { eachScanPage, globEscape, type ScanPage } from './scan.js';
+import {
+  indexEntries,
+  indexKeyOf,
+  indexMembers,
+  LISTING_BATCH,
+  REGISTRY_TTL_MS,
+  registeredSlots,
+  registryKey,
+  slotIndexKey,
+} from './lockout-index.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
-import { keySlot, SLOTS, slotTag } from './slots.js';
+import { keySlot } from './slots.js';
 
 /**
  * Marks an invalidation published by a refund that reopened a window (the key follows), apart from
@@ -66,15 +76,6 @@ import { keySlot, SLOTS, slotTag } from './slots.js';
 const REOPENED = '\u0001reopened:';
 /** Marks a reset of a key that itself starts like a marked message (any other goes as it is). */
 const RESET = '\u0001reset:';
-
-/**
- * How long the registry of slots holding lockouts lives after it was last written: the longest
- * lockout a limiter can set (10 years), so it never ends before a lockout it names.
- */
-const REGISTRY_TTL_MS = 315_360_000_000;
-
-/** How many slots' lockout indexes a listing reads at once. */
-const LISTING_BATCH = 512;
 
 /**
  * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
@@ -308,7 +309,7 @@ export class RedisStore implements Store {
     this.#writtenBack.delete(key);
     if (this.#clock.now() - at > 2 * this.#timeoutMs || this.#closed) return;
     const redisKey = this.#prefix + key;
-    const index = this.#indexKey(redisKey);
+    const index = indexKeyOf(this.#prefix, redisKey);
     this.#deadline(
       () =>
         Promise.all([
@@ -548,7 +549,7 @@ export class RedisStore implements Store {
             );
       const candidates: { key: string; until: number }[] = [];
       const read = async (slot: number) => {
-        const index = `${this.#prefix}~lockouts{${slotTag(slot)}}`;
+        const index = slotIndexKey(this.#prefix, slot);
         const reply = await this.#deadline(
           () =>
             this.#call(
@@ -566,23 +567,14 @@ export class RedisStore implements Store {
             ),
           isRangeReply,
         );
-        // RESP2 answers member, score, member, score…; RESP3 (node-redis 5) pairs of them.
-        const flat = reply.every(Array.isArray) ? (reply as unknown[][]).flat() : reply;
-        for (let i = 0; i + 1 < flat.length; i += 2) {
-          const member = String(flat[i]).slice(1);
-          const until = Number(String(flat[i + 1]));
-          if (member.startsWith(wanted) && Number.isSafeInteger(until))
-            candidates.push({ key: member.slice(this.#prefix.length), until });
-        }
+        candidates.push(...indexEntries(reply, wanted, this.#prefix));
       };
-      const registry = `${this.#prefix}~lockouts-slots`;
+      const registry = registryKey(this.#prefix);
       const members = await this.#deadline(
         () => this.#call(['SMEMBERS', registry], registry),
         isMembersReply,
       );
-      const slots = members
-        .map((m) => Number(String(m)))
-        .filter((n) => Number.isInteger(n) && n >= 0 && n < SLOTS);
+      const slots = registeredSlots(members);
       for (let at = 0; at < slots.length; at += LISTING_BATCH)
         await Promise.all(slots.slice(at, at + LISTING_BATCH).map(read));
       candidates.sort(byEnd);
@@ -654,7 +646,7 @@ export class RedisStore implements Store {
     if (!this.#available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
     // DEL, ZREM and PUBLISH, pipelined on the connection: every process forgets its local copy.
-    const index = this.#indexKey(redisKey);
+    const index = indexKeyOf(this.#prefix, redisKey);
     const del = () => {
       const deleted = this.#call(['DEL', redisKey], redisKey);
       // Out of the lockout index too (same slot), so that a lifted lockout is no longer listed.
@@ -1048,10 +1040,8 @@ export class RedisStore implements Store {
   #index(key: string, leftMs: number, ban: boolean): Promise<void> {
     if (leftMs <= 0) return Promise.resolve();
     const redisKey = this.#prefix + key;
-    const index = this.#indexKey(redisKey);
-    const [member, other] = ban
-      ? [`1${redisKey}`, `0${redisKey}`]
-      : [`0${redisKey}`, `1${redisKey}`];
+    const index = indexKeyOf(this.#prefix, redisKey);
+    const [member, other] = indexMembers(redisKey, ban);
     const args = ['EVALSHA', SCRIPT_SHA, '1', index, 'i', member, String(leftMs), other];
     if (this.#scriptClock !== undefined) args.push(String(this.#scriptClock.now()));
     const listed = this.#run(args, (r): r is 1 => r === 1, undefined).then(
@@ -1063,7 +1053,7 @@ export class RedisStore implements Store {
     const known = this.#registered.get(slot);
     if (known !== undefined && now >= known && now - known < 3_600_000) return listed;
     this.#registered.set(slot, now);
-    const registry = `${this.#prefix}~lockouts-slots`;
+    const registry = registryKey(this.#prefix);
     const named = this.#call(['SADD', registry, String(slot)], registry).then(
       () => this.#call(['PEXPIRE', registry, String(REGISTRY_TTL_MS)], registry),
       () => {
@@ -1074,11 +1064,6 @@ export class RedisStore implements Store {
       () => undefined,
       () => undefined,
     );
-  }
-
-  /** The lockout index holding `redisKey`'s entry: a sorted set of the same hash slot. */
-  #indexKey(redisKey: string): string {
-    return `${this.#prefix}~lockouts{${slotTag(keySlot(redisKey))}}`;
   }
 
   /** Calls `sendCommand`, turning a synchronous throw into a rejection. */

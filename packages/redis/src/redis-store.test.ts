@@ -1447,4 +1447,42 @@ describe('RedisStore ban across processes (real Redis)', () => {
       await deletePrefix(client.sendCommand, prefix);
     }
   });
+
+  it('a lockout another process ended sooner (the clock stepped back) is not answered past its new end', async () => {
+    // The equivalence property's counterexample (seed -1236390174): a process remembered a lockout
+    // to T + 1000; the clock stepped back 500 ms and another process's check clamped it in Redis to
+    // end at T + 500 (at most lockoutMs from now); at T + 500 the first still refused, from memory.
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('clamp-invalidates');
+    const rule: FailureRule = { maxAttempts: 1, windowMs: 60_000, lockoutMs: 1000 };
+    const sub = await subscriber();
+    const here = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      subscribe: sub.subscribe,
+    });
+    const elsewhere = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+    try {
+      await sub.ready();
+      expect(await here.recordFailure('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
+      clock.set(1_000_000 - 500);
+      expect(await elsewhere.checkFailures('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
+      await delivered(sub);
+      clock.set(1_000_000 + 500);
+      expect(await here.recordSuccess('ip', rule)).toEqual({
+        allowed: true,
+        reason: 'allowed',
+        limit: 1,
+        remaining: 1,
+        retryAfterMs: 0,
+        resetMs: 0,
+        key: 'ip',
+      });
+    } finally {
+      here.close();
+      elsewhere.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  });
 });

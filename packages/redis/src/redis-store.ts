@@ -833,6 +833,7 @@ export class RedisStore implements Store {
   ): FailureDecision {
     const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
     const now = this.#clock.now();
+    if (reply[5] === 1) this.#shortened(key);
     const seen = this.#seen.left(key, rule, now);
     if (d.reason === 'locked') {
       // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
@@ -862,6 +863,21 @@ export class RedisStore implements Store {
       if (local.reason === 'locked') return { ...local, reason: 'locked' };
     }
     return d;
+  }
+
+  /**
+   * This call ended `key`'s lockout sooner than Redis held it (a clock that stepped back, a lowered
+   * lockoutMs): what this process and the others remember of the longer one goes, so that none
+   * refuses past the new end. The same marked message as a reopening refund: it invalidates, and
+   * cancels no refund.
+   */
+  #shortened(key: string): void {
+    this.#seen.delete(key);
+    this.#deny?.delete(key);
+    this.#publish(key, REOPENED + key).then(
+      () => undefined,
+      (error: unknown) => this.#fail(error),
+    );
   }
 
   #lockedDecision(

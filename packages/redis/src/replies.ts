@@ -69,7 +69,9 @@ export function windowReplyValid(
   // A consume that spent names, sixth, the script's time of the spend (see SpentReply).
   if (!peek && isSpentReply(reply))
     return reply[0] === 1 && windowReplyValid(reply.slice(0, 5), rule, peek);
-  if (!isFiveIntegers(reply)) return false;
+  // A sixth field (1) marks a lockout in force that this call ended sooner than it was stored.
+  if (!isFiveIntegers(reply) && !(isSpentReply(reply) && reply[0] === 0 && reply[5] === 1))
+    return false;
   const [allowed, remaining, retry, reset, started] = reply;
   // A key that holds failure state (a failure limiter of the same name) refuses a window call
   // until that state ends, which may be longer than the window; the fifth field says so (2).
@@ -100,7 +102,9 @@ export function failureReplyValid(
   rule: FailureRule,
   op: FailureOp,
 ): reply is ScriptReply {
-  if (!isFiveIntegers(reply)) return false;
+  // A sixth field (1) marks a lockout in force that this call ended sooner than it was stored.
+  if (!isFiveIntegers(reply) && !(isSpentReply(reply) && reply[0] === 0 && reply[5] === 1))
+    return false;
   const [allowed, remaining, retry, reset, started] = reply;
   // A ban in force (3) lasts its own length, which lockoutMs does not bound.
   if (started === 3)

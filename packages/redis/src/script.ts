@@ -474,6 +474,9 @@ local w = tonumber(ARGV[3])
 local lockoutMs = tonumber(ARGV[4])
 local raw = load('L', nil, early)
 local lockedUntil = 0
+-- The lockout end as stored: a reply that ends the lockout sooner says so (a sixth field, 1), and
+-- the caller tells other processes to forget what they remember of the longer one.
+local storedUntil = 0
 -- The length of a ban in force (set by hand, op b), kept after its end time; 0 for a lockout.
 local banMs = 0
 local log = {}
@@ -490,6 +493,7 @@ if raw then
     local _, exp, locked = sunpack('>c1dd', raw)
     if now < exp then
       lockedUntil = locked
+      storedUntil = locked
       if lockedUntil ~= 0 then
         if n >= 1 then banMs = sunpack('>d', raw, 18) end
         local bound = lockoutMs
@@ -544,8 +548,10 @@ if lockedUntil ~= 0 then
   if clamped then save(locked(), lockedUntil) end
   local left = lockedUntil - now
   -- A ban says so (3), so that its wait, which lockoutMs does not bound, is no malformed reply.
-  if banMs > 0 then return { 0, 0, left, left, 3 } end
-  return { 0, 0, left, left, 0 }
+  local kind = 0
+  if banMs > 0 then kind = 3 end
+  if lockedUntil < storedUntil then return { 0, 0, left, left, kind, 1 } end
+  return { 0, 0, left, left, kind }
 end
 
 if code == 's' then

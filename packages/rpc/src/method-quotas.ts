@@ -9,9 +9,10 @@ import {
   type Store,
   storeUnavailableError,
   type Timers,
+  type Warnings,
   type WindowLimiter,
 } from '@portcullis/core';
-import { isPromise, parseOptions } from '@portcullis/core/adapter';
+import { isPromise, parseOptions, warningsOption } from '@portcullis/core/adapter';
 import { callHook } from './callbacks.js';
 import { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
 import { callerKey, contextIdentity, joinKey, type MethodIdentity } from './identity.js';
@@ -120,6 +121,11 @@ export interface MethodQuotaOptions<Params = unknown, Ctx = unknown> {
   logger?: Logger;
   /** Names the limiter in diagnostics events; namespaces its keys in a shared store. @default 'control-plane' */
   name?: string;
+  /**
+   * Misconfiguration warnings switched off, by code, for the limiters it builds: in practice
+   * `{ PORTCULLIS_NAME_CLASH: false }`, for two wrappers that share a store and a name on purpose.
+   */
+  warnings?: Warnings;
 }
 
 /** A dispatcher wrapped by {@link withMethodQuotas}, plus a few handles on its limiter. */
@@ -171,6 +177,7 @@ const quotaSpec = {
   onLimited: func<(event: MethodLimitedEvent) => unknown>(),
   logger: withMethods<Logger>('warn', 'error'),
   name: nonEmptyString,
+  warnings: warningsOption,
 };
 
 /**
@@ -224,6 +231,7 @@ export function withMethodQuotas<Params, Ctx, Result>(
     ...(o.timers !== undefined && { timers: o.timers }),
     ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
     ...(logger !== undefined && { logger }),
+    ...(o.warnings !== undefined && { warnings: o.warnings }),
   };
   const limiter = createWindowLimiter({ ...shared, limit, name });
   /*

@@ -1,4 +1,4 @@
-import { PortcullisConfigError } from '@portcullis/core';
+import { MemoryStore, PortcullisConfigError } from '@portcullis/core';
 import { describe, expect, it } from 'vitest';
 import { withMethodQuotas } from './method-quotas.js';
 import { withRestartRequests } from './restart.js';
@@ -33,6 +33,8 @@ describe('bad options fail at construction with stable codes', () => {
     ['methods with a number', { methods: [1] }, 'ERR_PORTCULLIS_METHODS'],
     ['identity not a function', { identity: { deviceId: 'x' } }, 'ERR_PORTCULLIS_IDENTITY'],
     ['store without methods', { store: {} }, 'ERR_PORTCULLIS_STORE'],
+    ['warnings with an unknown code', { warnings: { NAME_CLASH: false } }, 'ERR_PORTCULLIS_WARNINGS'],
+    ['warnings not booleans', { warnings: { PORTCULLIS_NAME_CLASH: 0 } }, 'ERR_PORTCULLIS_WARNINGS'],
     [
       'store with maxEntries',
       { store: { consume() {}, peek() {}, refund() {}, delete() {} }, maxEntries: 5 },
@@ -140,5 +142,25 @@ describe('bad options fail at construction with stable codes', () => {
       }),
     ).not.toThrow();
     expect(() => withMethodQuotas(dispatch, { ipv6Subnet: 128 }).close()).not.toThrow();
+  });
+});
+
+describe('warnings', () => {
+  it('two quota wrappers with one name on one store warn PORTCULLIS_NAME_CLASH, unless switched off', () => {
+    const lines: unknown[] = [];
+    const logger = { warn: (obj: object) => lines.push(obj), error: () => undefined };
+    const store = new MemoryStore();
+    withMethodQuotas(dispatch, { store, logger });
+    withMethodQuotas(dispatch, { store, logger, limit: 5 });
+    expect(lines).toMatchObject([{ code: 'PORTCULLIS_NAME_CLASH', limiter: 'control-plane' }]);
+    lines.length = 0;
+    withMethodQuotas(dispatch, {
+      store,
+      logger,
+      limit: 6,
+      warnings: { PORTCULLIS_NAME_CLASH: false },
+    });
+    expect(lines).toEqual([]);
+    store.close();
   });
 });

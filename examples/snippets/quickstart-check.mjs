@@ -32,3 +32,25 @@ export async function tryLogins(url, send = fetch) {
   const other = await send(new Request(`${url}/other`));
   console.log('other:', other.headers.get('ratelimit'));
 }
+
+// The opening examples of packages/rpc and packages/otel leave two things to you as well: your
+// dispatcher's handlers and connection object (rpc), and the reader or exporter of your
+// OpenTelemetry setup (otel). These stand in for them.
+
+/** A connection as your transport keeps it. */
+export const conn = { deviceId: 'laptop', ip: '203.0.113.7' };
+
+/** Your RPC handlers. */
+export const handlers = {
+  'config.patch': (params) => ({ patched: Object.keys(params ?? {}) }),
+  'config.get': () => ({ theme: 'dark' }),
+};
+
+import { MetricReader } from '@opentelemetry/sdk-metrics';
+
+/** A metric reader collected by hand (yours is a PrometheusExporter, an OTLP exporter, …). */
+class HandReader extends MetricReader {
+  async onForceFlush() {}
+  async onShutdown() {}
+}
+export const reader = new HandReader();

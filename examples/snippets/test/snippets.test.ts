@@ -49,6 +49,13 @@ const OUTPUT: Record<string, string[]> = {
     'login: 401 401 401 401 401 401 401 401 401 401 429 300',
     'other: "default";r=88;t=60',
   ],
+  'rpc-quickstart.mjs': [
+    '{"patched":["theme"]} MethodRateLimitedError UNAVAILABLE rate limit exceeded for config.patch; retry after 60s',
+    '{"theme":"dark"}',
+  ],
+  'otel-quickstart.mjs': [
+    'portcullis.decisions {"portcullis.limiter":"api","portcullis.outcome":"allowed","portcullis.dry_run":false} = 1',
+  ],
   'core-failure-limiter.mjs': [
     '401 401 401 401 401 401 401 401 401 401 429 AUTH_RATE_LIMITED 300s',
     '200 401',

@@ -52,6 +52,7 @@ import {
   windowReplyValid,
 } from './replies.js';
 import { DurableLockouts } from './durability.js';
+import { Outage } from './outage.js';
 import { eachScanPage, globEscape, type ScanPage } from './scan.js';
 import {
   indexEntries,
@@ -125,13 +126,8 @@ export class RedisStore implements Store {
    * store: each refuses until it ends, whatever Redis says later. At most `fallback.maxEntries`.
    */
   readonly #seen: SeenLockouts;
-  #down = false;
-  #downSince = 0;
-  #nextProbeAt = 0;
-  #probing = false;
-  #degraded = 0;
-  /** The error of an outage whose first degraded decision is not yet published. */
-  #unannounced: { error: unknown } | undefined;
+  /** Whether Redis is down, the probe that asks, and the log lines of an outage. */
+  readonly #outage: Outage;
   #closed = false;
   /** Refusals answered locally (undefined: `localDeny: false`). */
   readonly #deny: LocalDeny | undefined;
@@ -200,6 +196,16 @@ export class RedisStore implements Store {
       throw error;
     }
     this.#seen = new SeenLockouts(this.#local.maxEntries);
+    this.#outage = new Outage({
+      policy: this.#policy,
+      probeMs: this.#probeMs,
+      prefix: this.#prefix,
+      clock: this.#clock,
+      logger: this.#logger,
+      probe: () => this.#deadline(() => this.#call(['PING'], undefined), isPong),
+      closed: () => this.#closed,
+      recovered: () => this.#writeBack(),
+    });
     const deny = o.localDeny ?? true;
     if (deny !== false) {
       const d = nested('localDeny', () =>
@@ -319,7 +325,7 @@ export class RedisStore implements Store {
       (r): r is unknown[] => Array.isArray(r),
     ).then(
       () => undefined,
-      (error: unknown) => this.#fail(error),
+      (error: unknown) => this.#outage.fail(error),
     );
   }
 
@@ -376,12 +382,12 @@ export class RedisStore implements Store {
 
   /** Whether the store currently considers Redis unavailable (decisions go to `onError`). */
   get degraded(): boolean {
-    return this.#down;
+    return this.#outage.down;
   }
 
   /** Spends `cost` units of `key` under `rule` in one script call; a refused call spends nothing. */
   consume(key: string, rule: WindowRule, cost: number): Promise<Decision> {
-    if (!this.#available())
+    if (!this.#outage.available())
       return Promise.resolve(this.#windowFallback(key, rule, cost, undefined));
     const now = this.#clock.now();
     const denied = this.#deny?.window(key, rule, cost, now);
@@ -407,7 +413,7 @@ export class RedisStore implements Store {
 
   /** What `consume(key, rule, 1)` would answer, changing nothing. */
   peek(key: string, rule: WindowRule): Promise<Decision> {
-    if (!this.#available())
+    if (!this.#outage.available())
       return Promise.resolve(this.#windowFallback(key, rule, undefined, undefined));
     const now = this.#clock.now();
     const denied = this.#deny?.window(key, rule, undefined, now);
@@ -445,7 +451,7 @@ export class RedisStore implements Store {
     // It may reopen the window: this process stops answering it locally at once.
     this.#epoch++;
     this.#deny?.delete(key);
-    if (!this.#available()) {
+    if (!this.#outage.available()) {
       this.#refundFallback(key, rule, cost, agoMs, undefined);
       return Promise.resolve();
     }
@@ -462,12 +468,12 @@ export class RedisStore implements Store {
     );
     return this.#script(args, isRefundReply).then(
       (given) => {
-        if (this.#down) this.#up();
+        if (this.#outage.down) this.#outage.up();
         // The window refused a unit call before: other processes may hold that refusal.
         if (given !== 2) return undefined;
         return this.#publish(key, REOPENED + key).then(
           () => undefined,
-          (error: unknown) => this.#fail(error),
+          (error: unknown) => this.#outage.fail(error),
         );
       },
       (error: unknown) => this.#refundFallback(key, rule, cost, agoMs, error),
@@ -480,7 +486,8 @@ export class RedisStore implements Store {
    * (as a lockout of the time it has left) when Redis answers again.
    */
   ban(key: string, rule: FailureRule, ms: number): Promise<FailureDecision> {
-    if (!this.#available()) return Promise.resolve(this.#banFallback(key, rule, ms, undefined));
+    if (!this.#outage.available())
+      return Promise.resolve(this.#banFallback(key, rule, ms, undefined));
     const from = this.#clock.now();
     const epoch = this.#epoch;
     const args = this.#args(
@@ -517,13 +524,13 @@ export class RedisStore implements Store {
   }
 
   #banFallback(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
-    if (error !== undefined) this.#fail(error);
+    if (error !== undefined) this.#outage.fail(error);
     const d = this.#local.ban(key, rule, ms);
     if (d.reason === 'locked') {
       const now = this.#clock.now();
       this.#seen.remember(key, now + d.retryAfterMs, rule, true, now);
     }
-    return this.#announce(d.reason === 'overflow' ? d : { ...d, reason: 'fallback' });
+    return this.#outage.announce(d.reason === 'overflow' ? d : { ...d, reason: 'fallback' });
   }
 
   /**
@@ -537,7 +544,7 @@ export class RedisStore implements Store {
    * a clock step is never listed as it was. While Redis fails it lists what the fallback holds.
    */
   async lockouts(prefix: string, limit: number, rule: FailureRule): Promise<StoreLockout[]> {
-    if (!this.#available()) return this.#local.lockouts(prefix, limit, rule);
+    if (!this.#outage.available()) return this.#local.lockouts(prefix, limit, rule);
     const wanted = this.#prefix + prefix;
     try {
       const now =
@@ -607,11 +614,11 @@ export class RedisStore implements Store {
           found.push({ key, until: now + reply[2], retryAfterMs: reply[2], ban: reply[4] === 3 });
         });
       }
-      this.#up();
+      this.#outage.up();
       found.sort(byEnd);
       return found;
     } catch (error) {
-      this.#fail(error);
+      this.#outage.fail(error);
       return this.#local.lockouts(prefix, limit, rule);
     }
   }
@@ -643,7 +650,7 @@ export class RedisStore implements Store {
   delete(key: string): Promise<void> {
     this.#deletions++;
     this.#invalidate(key);
-    if (!this.#available()) return Promise.resolve();
+    if (!this.#outage.available()) return Promise.resolve();
     const redisKey = this.#prefix + key;
     // DEL, ZREM and PUBLISH, pipelined on the connection: every process forgets its local copy.
     const index = indexKeyOf(this.#prefix, redisKey);
@@ -655,8 +662,8 @@ export class RedisStore implements Store {
       return Promise.all([deleted, unlisted, published]).then(([reply]) => reply);
     };
     return this.#deadline(del, isDelReply).then(
-      () => this.#up(),
-      (error: unknown) => this.#fail(error),
+      () => this.#outage.up(),
+      (error: unknown) => this.#outage.fail(error),
     );
   }
 
@@ -667,16 +674,16 @@ export class RedisStore implements Store {
    * Redis fails it reports the fallback store's size.
    */
   async size(): Promise<number> {
-    if (!this.#available()) return this.#local.size();
+    if (!this.#outage.available()) return this.#local.size();
     let count = 0;
     try {
       await eachScanPage(this.#scan(this.#prefix), this.#prefix, (keys) => {
         count += keys.length;
       });
-      this.#up();
+      this.#outage.up();
       return count;
     } catch (error) {
-      this.#fail(error);
+      this.#outage.fail(error);
       return this.#local.size();
     }
   }
@@ -704,13 +711,13 @@ export class RedisStore implements Store {
       for (const [key, seen] of this.#seen)
         if (seen.until <= now && key.startsWith(prefix)) this.#seen.delete(key);
     }
-    if (this.#closed || !this.#available()) return Promise.resolve();
+    if (this.#closed || !this.#outage.available()) return Promise.resolve();
     // A test clock's time of the reconfigure: every key is re-stamped as of then (the server
     // clock, in production, moves on by itself while the walk runs).
     const at = this.#scriptClock?.now();
     const walk = this.#walk(prefix, before, after, at).then(
-      () => this.#up(),
-      (error: unknown) => this.#fail(error),
+      () => this.#outage.up(),
+      (error: unknown) => this.#outage.fail(error),
     );
     let timer: unknown;
     const barrier = new Promise<void>((resolve) => {
@@ -778,7 +785,8 @@ export class RedisStore implements Store {
   }
 
   #failure(key: string, rule: FailureRule, op: 'k' | 'r' | 's'): Promise<FailureDecision> {
-    if (!this.#available()) return Promise.resolve(this.#failureFallback(key, rule, op, undefined));
+    if (!this.#outage.available())
+      return Promise.resolve(this.#failureFallback(key, rule, op, undefined));
     const from = this.#clock.now();
     // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
     // nothing, so every operation gets the same answer Redis would give.
@@ -876,7 +884,7 @@ export class RedisStore implements Store {
     this.#deny?.delete(key);
     this.#publish(key, REOPENED + key).then(
       () => undefined,
-      (error: unknown) => this.#fail(error),
+      (error: unknown) => this.#outage.fail(error),
     );
   }
 
@@ -907,7 +915,7 @@ export class RedisStore implements Store {
     const seen = this.#seen.get(key);
     if (seen === undefined) return;
     seen.pending = true;
-    if (!this.#down) this.#writeBackOne(key, seen, this.#clock.now());
+    if (!this.#outage.down) this.#writeBackOne(key, seen, this.#clock.now());
   }
 
   /**
@@ -923,7 +931,7 @@ export class RedisStore implements Store {
   writeBackLockouts(): void {
     if (this.#closed || this.#seen.size === 0) return;
     if (this.#subscribed) for (const seen of this.#seen.values()) seen.pending = true;
-    if (!this.#down) this.#writeBack();
+    if (!this.#outage.down) this.#writeBack();
   }
 
   /**
@@ -960,7 +968,7 @@ export class RedisStore implements Store {
         if (this.#seen.get(key) === seen) seen.pending = false;
       },
       (error: unknown) => {
-        this.#fail(error);
+        this.#outage.fail(error);
         this.#keepWritingBack();
       },
     );
@@ -976,7 +984,7 @@ export class RedisStore implements Store {
     if (this.#retrying !== undefined || this.#closed) return;
     const run = () => {
       this.#retrying = undefined;
-      if (this.#closed || !this.#down) return;
+      if (this.#closed || !this.#outage.down) return;
       let pending = false;
       const now = this.#clock.now();
       for (const [key, seen] of this.#seen)
@@ -985,7 +993,7 @@ export class RedisStore implements Store {
           break;
         }
       if (!pending) return;
-      this.#available();
+      this.#outage.available();
       this.#keepWritingBack();
     };
     if (this.#ownTimers !== undefined) {
@@ -1159,7 +1167,7 @@ export class RedisStore implements Store {
     key: string,
     refused: 'limited' | 'locked',
   ): FailureDecision {
-    if (this.#down) this.#up();
+    if (this.#outage.down) this.#outage.up();
     const allowed = reply[0] === 1;
     const d: Decision = {
       allowed,
@@ -1180,16 +1188,16 @@ export class RedisStore implements Store {
     cost: number | undefined,
     error: unknown,
   ): Decision {
-    if (error !== undefined) this.#fail(error);
+    if (error !== undefined) this.#outage.fail(error);
     let d: Decision;
     if (this.#policy === 'fallback') {
       const local =
         cost === undefined ? this.#local.peek(key, rule) : this.#local.consume(key, rule, cost);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
-      d = this.#storeError(key, rule.limit);
+      d = this.#outage.storeError(key, rule.limit);
     }
-    return this.#announce(d);
+    return this.#outage.announce(d);
   }
 
   /** A refund Redis could not take: under `fallback` the fallback store gets it, else it is lost. */
@@ -1200,7 +1208,7 @@ export class RedisStore implements Store {
     agoMs: number,
     error: unknown,
   ): void {
-    if (error !== undefined) this.#fail(error);
+    if (error !== undefined) this.#outage.fail(error);
     if (this.#policy === 'fallback') this.#local.refund(key, rule, cost, agoMs);
   }
 
@@ -1210,7 +1218,7 @@ export class RedisStore implements Store {
     op: 'k' | 'r' | 's',
     error: unknown,
   ): FailureDecision {
-    if (error !== undefined) this.#fail(error);
+    if (error !== undefined) this.#outage.fail(error);
     const now = this.#clock.now();
     const seen = this.#seen.left(key, rule, now);
     let d: FailureDecision;
@@ -1229,104 +1237,8 @@ export class RedisStore implements Store {
         this.#seen.remember(key, now + local.retryAfterMs, rule, true, now);
       d = local.reason === 'overflow' ? local : { ...local, reason: 'fallback' };
     } else {
-      d = this.#storeError(key, rule.maxAttempts);
+      d = this.#outage.storeError(key, rule.maxAttempts);
     }
-    return this.#announce(d);
-  }
-
-  #storeError(key: string, limit: number): Decision {
-    return this.#policy === 'open'
-      ? {
-          allowed: true,
-          reason: 'store-error',
-          limit,
-          remaining: limit,
-          retryAfterMs: 0,
-          resetMs: 0,
-          key,
-        }
-      : {
-          allowed: false,
-          reason: 'store-error',
-          limit,
-          remaining: 0,
-          retryAfterMs: this.#probeMs,
-          resetMs: this.#probeMs,
-          key,
-        };
-  }
-
-  /** Publishes the first degraded decision of an outage on `portcullis:store-error`. */
-  #announce<D extends Decision>(d: D): D {
-    this.#degraded++;
-    const pending = this.#unannounced;
-    if (pending !== undefined) {
-      this.#unannounced = undefined;
-      if (channels.storeError.hasSubscribers) {
-        channels.storeError.publish({ limiter: WHERE, decision: d, error: pending.error });
-      }
-    }
-    return d;
-  }
-
-  /** Whether to ask Redis now; while it is down, starts a background probe when one is due. */
-  #available(): boolean {
-    if (!this.#down) return true;
-    if (!this.#probing && !this.#closed) {
-      const now = this.#clock.now();
-      if (now >= this.#nextProbeAt) {
-        this.#probing = true;
-        this.#nextProbeAt = now + this.#probeMs;
-        this.#deadline(() => this.#call(['PING'], undefined), isPong).then(
-          () => {
-            this.#probing = false;
-            this.#up();
-          },
-          () => {
-            this.#probing = false;
-          },
-        );
-      }
-    }
-    return false;
-  }
-
-  /** Records a failure: the first one of an outage logs once and arms the probe. */
-  #fail(error: unknown): void {
-    if (this.#down) return;
-    const now = this.#clock.now();
-    this.#down = true;
-    this.#downSince = now;
-    this.#nextProbeAt = now + this.#probeMs;
-    this.#degraded = 0;
-    this.#unannounced = { error };
-    const message = error instanceof Error ? error.message : String(error);
-    this.#logger?.error(
-      {
-        code: 'PORTCULLIS_STORE_ERROR',
-        store: WHERE,
-        prefix: this.#prefix,
-        onError: this.#policy,
-        err: error,
-      },
-      `${WHERE}: Redis failed (${message}); onError '${this.#policy}' decides until Redis answers again`,
-    );
-  }
-
-  #up(): void {
-    if (!this.#down) return;
-    this.#down = false;
-    this.#unannounced = undefined;
-    this.#logger?.warn(
-      {
-        code: 'PORTCULLIS_STORE_RECOVERED',
-        store: WHERE,
-        prefix: this.#prefix,
-        outageMs: this.#clock.now() - this.#downSince,
-        degradedDecisions: this.#degraded,
-      },
-      `${WHERE}: Redis answers again after ${this.#clock.now() - this.#downSince}ms; ${this.#degraded} decisions were made by onError '${this.#policy}'`,
-    );
-    this.#writeBack();
+    return this.#outage.announce(d);
   }
 }

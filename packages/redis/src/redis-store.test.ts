@@ -1400,19 +1400,30 @@ describe('RedisStore refund', () => {
   });
 });
 
-describe('RedisStore ban across processes (real Redis)', () => {
+describe('RedisStore lockouts across processes (real Redis)', () => {
   let client: TestClient;
   beforeAll(async () => {
     client = await ioredis.connect();
   });
   afterAll(() => client?.close());
 
-  it('a ban made elsewhere ends the shorter lockout this process answers locally, at once (subscribe)', async () => {
-    // The equivalence property's counterexample (seed 2137026299): a 1 ms lockout held in this
-    // process's deny table was answered after another process banned the key for 2 ms.
+  const rule: FailureRule = { maxAttempts: 1, windowMs: 60_000, lockoutMs: 1000 };
+
+  /**
+   * Two processes on one prefix and one manual clock: `here` subscribes to invalidations (`sub`
+   * counts what reached it), `elsewhere` does not.
+   */
+  async function twoProcesses(
+    name: string,
+    run: (p: {
+      clock: ReturnType<typeof manualClock>;
+      here: RedisStore;
+      elsewhere: RedisStore;
+      sub: Awaited<ReturnType<typeof subscriber>>;
+    }) => Promise<void>,
+  ): Promise<void> {
     const clock = manualClock(1_000_000);
-    const prefix = uniquePrefix('ban-invalidates');
-    const rule: FailureRule = { maxAttempts: 1, windowMs: 60_000, lockoutMs: 1000 };
+    const prefix = uniquePrefix(name);
     const sub = await subscriber();
     const here = new RedisStore({
       sendCommand: client.sendCommand,
@@ -1423,6 +1434,18 @@ describe('RedisStore ban across processes (real Redis)', () => {
     const elsewhere = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
     try {
       await sub.ready();
+      await run({ clock, here, elsewhere, sub });
+    } finally {
+      here.close();
+      elsewhere.close();
+      await deletePrefix(client.sendCommand, prefix);
+    }
+  }
+
+  it('a ban made elsewhere ends the shorter lockout this process answers locally, at once (subscribe)', async () => {
+    // The equivalence property's counterexample (seed 2137026299): a 1 ms lockout held in this
+    // process's deny table was answered after another process banned the key for 2 ms.
+    await twoProcesses('ban-invalidates', async ({ here, elsewhere, sub }) => {
       expect(await here.recordFailure('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
       expect(await here.checkFailures('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
       const answered = here.localDeny === false ? 0 : here.localDeny.answered;
@@ -1441,30 +1464,14 @@ describe('RedisStore ban across processes (real Redis)', () => {
         resetMs: 90_000,
         key: 'ip',
       });
-    } finally {
-      here.close();
-      elsewhere.close();
-      await deletePrefix(client.sendCommand, prefix);
-    }
+    });
   });
 
   it('a lockout another process ended sooner (the clock stepped back) is not answered past its new end', async () => {
     // The equivalence property's counterexample (seed -1236390174): a process remembered a lockout
     // to T + 1000; the clock stepped back 500 ms and another process's check clamped it in Redis to
     // end at T + 500 (at most lockoutMs from now); at T + 500 the first still refused, from memory.
-    const clock = manualClock(1_000_000);
-    const prefix = uniquePrefix('clamp-invalidates');
-    const rule: FailureRule = { maxAttempts: 1, windowMs: 60_000, lockoutMs: 1000 };
-    const sub = await subscriber();
-    const here = new RedisStore({
-      sendCommand: client.sendCommand,
-      prefix,
-      clock,
-      subscribe: sub.subscribe,
-    });
-    const elsewhere = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
-    try {
-      await sub.ready();
+    await twoProcesses('clamp-invalidates', async ({ clock, here, elsewhere, sub }) => {
       expect(await here.recordFailure('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
       clock.set(1_000_000 - 500);
       expect(await elsewhere.checkFailures('ip', rule)).toMatchObject({ retryAfterMs: 1000 });
@@ -1479,10 +1486,6 @@ describe('RedisStore ban across processes (real Redis)', () => {
         resetMs: 0,
         key: 'ip',
       });
-    } finally {
-      here.close();
-      elsewhere.close();
-      await deletePrefix(client.sendCommand, prefix);
-    }
+    });
   });
 });

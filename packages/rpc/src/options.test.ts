@@ -33,8 +33,16 @@ describe('bad options fail at construction with stable codes', () => {
     ['methods with a number', { methods: [1] }, 'ERR_PORTCULLIS_METHODS'],
     ['identity not a function', { identity: { deviceId: 'x' } }, 'ERR_PORTCULLIS_IDENTITY'],
     ['store without methods', { store: {} }, 'ERR_PORTCULLIS_STORE'],
-    ['warnings with an unknown code', { warnings: { NAME_CLASH: false } }, 'ERR_PORTCULLIS_WARNINGS'],
-    ['warnings not booleans', { warnings: { PORTCULLIS_NAME_CLASH: 0 } }, 'ERR_PORTCULLIS_WARNINGS'],
+    [
+      'warnings with an unknown code',
+      { warnings: { NAME_CLASH: false } },
+      'ERR_PORTCULLIS_WARNINGS',
+    ],
+    [
+      'warnings not booleans',
+      { warnings: { PORTCULLIS_NAME_CLASH: 0 } },
+      'ERR_PORTCULLIS_WARNINGS',
+    ],
     [
       'store with maxEntries',
       { store: { consume() {}, peek() {}, refund() {}, delete() {} }, maxEntries: 5 },

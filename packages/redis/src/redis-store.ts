@@ -93,6 +93,17 @@ const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': '
 const RESTAMP = { 'fixed-window': 'xf', 'sliding-window': 'xs', 'token-bucket': 'xt' } as const;
 
 /**
+ * The script's time of an allowed consume's spend, on the decision itself, for its refund. A
+ * non-enumerable property, not a WeakMap: an entry per allowed decision in a WeakMap cost about
+ * 1 µs of CPU and garbage collection per decision (bench/NOTES.md), and a non-enumerable symbol is
+ * invisible to spreads, JSON and deep equality, as a WeakMap was.
+ */
+const SPENT_AT: unique symbol = Symbol('portcullis.spentAt');
+
+/** A decision that may carry {@link SPENT_AT}. */
+type Spent = Decision & { readonly [SPENT_AT]?: number };
+
+/**
  * A {@link Store} in Redis: every decision is one atomic Lua script (`EVALSHA`, re-sent with
  * `EVAL` only on `NOSCRIPT`) that reads the Redis server clock, so any number of processes share
  * exact limits. Decisions equal `MemoryStore`'s to the unit. Client-agnostic: it only needs a
@@ -142,8 +153,6 @@ export class RedisStore implements Store {
   #barrier: Promise<void> | undefined;
   /** Hash slots this process has named in the lockout-slot registry, and when (see #index). */
   readonly #registered = new Map<number, number>();
-  /** The script's time of each allowed consume's spend, for its refund. */
-  readonly #spentAt = new WeakMap<Decision, number>();
   /** Where resets and reopening refunds are published. */
   readonly #channel: string;
   #unsubscribe: Unsubscribe | undefined;
@@ -404,7 +413,7 @@ export class RedisStore implements Store {
       (reply) => {
         const d = this.#windowDecision(reply, rule, key, cost, now, epoch);
         const at = reply[5];
-        if (at !== undefined) this.#spentAt.set(d, at);
+        if (at !== undefined) Object.defineProperty(d, SPENT_AT, { value: at });
         return d;
       },
       (error: unknown) => this.#windowFallback(key, rule, cost, error),
@@ -457,7 +466,7 @@ export class RedisStore implements Store {
     }
     // When this store's consume made `spent`, the script's own time of the spend is exact, where
     // agoMs (the caller's clock, from when the reply arrived) is late by the reply's trip.
-    const at = spent === undefined ? undefined : this.#spentAt.get(spent);
+    const at = spent === undefined ? undefined : (spent as Spent)[SPENT_AT];
     const args = this.#args(
       key,
       REFUND[rule.algorithm],

@@ -162,10 +162,16 @@ function names3() {
 function paramsOf(params, method, allowed) {
   if (params === undefined || params === null) return {};
   if (!isObject(params)) throw invalidRequest(`invalid ${method} params: expected an object`);
+  // Named in the answer, but only the first few, each cut short: a frame may carry thousands.
   const unknown = Object.keys(params).filter((k) => !allowed.includes(k));
   if (unknown.length > 0)
     throw invalidRequest(
-      `invalid ${method} params: unknown ${unknown.length > 1 ? 'fields' : 'field'} ${unknown.map((k) => JSON.stringify(k.slice(0, 64))).join(', ')} (expected ${allowed.join(', ')})`,
+      `invalid ${method} params: unknown ${unknown.length > 1 ? 'fields' : 'field'} ${unknown
+        .slice(0, 3)
+        .map((k) => JSON.stringify(k.slice(0, 64)))
+        .join(
+          ', ',
+        )}${unknown.length > 3 ? ` and ${unknown.length - 3} more` : ''} (expected ${allowed.join(', ')})`,
     );
   return params;
 }

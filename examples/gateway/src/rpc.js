@@ -126,7 +126,7 @@ export function createRpc(options) {
    * @param {Connection} ctx
    */
   function dispatch(method, params, ctx) {
-    if (method.startsWith('ratelimit.') && !isOperator(ctx))
+    if (typeof method === 'string' && method.startsWith('ratelimit.') && !isOperator(ctx))
       return Promise.reject(
         invalidRequest(
           `${method} needs an operator: connect with the shared secret or the password (a device token is not enough)`,

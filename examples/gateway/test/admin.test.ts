@@ -292,6 +292,13 @@ describe('admin RPC methods', () => {
         'invalid ratelimit.lockouts params: expected an object',
         undefined,
       ],
+      [
+        // Thousands of unknown fields are named three at a time, each cut short.
+        'ratelimit.lockouts',
+        Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`f${i}${'x'.repeat(100)}`, 1])),
+        `invalid ratelimit.lockouts params: unknown fields "f0${'x'.repeat(62)}", "f1${'x'.repeat(62)}", "f2${'x'.repeat(62)}" and 497 more (expected limiter, scope, limit)`,
+        undefined,
+      ],
     ];
     for (const [method, params, message, details] of cases) {
       const r = await ops.request(method, params);

@@ -11,6 +11,7 @@ import {
   boolean,
   duration,
   either,
+  hiddenOption,
   integer,
   nonEmptyString,
   type OptionCheck,
@@ -20,7 +21,7 @@ import {
   timerDelay,
   withMethods,
 } from './options.js';
-import type { FailureDecision, FailureRule, Store } from './store.js';
+import type { EscalateRule, FailureDecision, FailureRule, Store } from './store.js';
 import { type Warnings, warningsOption } from './warnings.js';
 
 /**
@@ -56,11 +57,30 @@ export interface FailureLimiterOptions {
   /** Names the limiter in events and namespaces its keys in a shared store. @default 'auth' */
   name?: string;
   /**
+   * Repeated lockouts of one subject grow: a lockout that starts within `maxLockoutMs` of the end
+   * of the subject's previous one lasts `factor` times as long as that one, at most `maxLockoutMs`;
+   * a success (or reset) of the subject starts again from `lockoutMs`. `false`: every lockout
+   * lasts `lockoutMs`.
+   * @default false
+   */
+  escalate?: EscalateOptions | false;
+  /**
    * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_NAME_CLASH: false }`).
    * @default every warning on
    */
   warnings?: Warnings;
 }
+
+/** Options of a failure limiter's `escalate` (docs/design.md#defence-in-depth). */
+export interface EscalateOptions {
+  /** How much longer each repeated lockout lasts: a number from 1 to 1000. @default 2 */
+  factor?: number;
+  /** The longest lockout, and how long after a lockout's end the next one still escalates. @default 86_400_000 (a day) */
+  maxLockoutMs?: number;
+}
+
+/** Which layer of the auth defences a lockout belongs to (docs/design.md#defence-in-depth). */
+export type AuthLayer = 'client' | 'pair' | 'account' | 'scope' | 'spray' | 'ban';
 
 /**
  * A failure limiter: counts wrong credentials per scope and subject, locks out brute force.
@@ -122,6 +142,14 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   readonly store: Store;
   /** The logger lockouts are reported to, if any (a gate's browser limiter shares it). */
   readonly logger: Logger | undefined;
+  /**
+   * Counts a failure of `subject` against `member`, where only distinct members count (the spray
+   * layer: distinct accounts one client failed against). Needs `Store.recordDistinct`.
+   * @internal
+   */
+  recordDistinct(subject: Subject, member: string, scope?: string): D;
+  /** The escalation in force, if any. @internal */
+  readonly escalate: EscalateRule | undefined;
 }
 
 /** A lockout in force, as {@link FailureLimiter.lockouts} lists it. */
@@ -130,8 +158,11 @@ export interface LockoutInfo {
   readonly scope: string;
   /** The subject's key: a canonical IP (IPv6 by its subnet), `browser-origin:…`, `identity:…`. */
   readonly key: string;
-  /** `'client'`: earned by failures; `'ban'`: set by hand with `ban`. */
-  readonly layer: 'client' | 'ban';
+  /**
+   * `'client'`: earned by failures; `'ban'`: set by hand with `ban`; an auth gate's layers list
+   * theirs as `'pair'`, `'account'`, `'scope'` or `'spray'` (docs/design.md#defence-in-depth).
+   */
+  readonly layer: AuthLayer;
   /** When it ends, in the store's clock (ms since the epoch for the system clock and Redis). */
   readonly until: number;
   /** How long it still lasts. */
@@ -202,7 +233,36 @@ export const failureLimiterSpec = {
   dryRun: boolean,
   name: nonEmptyString,
   warnings: warningsOption,
+  escalate: either(
+    oneOf([false]),
+    (value: unknown, fail: (expected: string) => never) =>
+      parseOptions(objectOption<EscalateOptions>(value, fail), escalateSpec, 'escalate'),
+    'false or { factor, maxLockoutMs }',
+  ),
+  /** What an auth gate's layer limiter calls its earned lockouts. @internal */
+  layer: hiddenOption(oneOf(['client', 'pair', 'account', 'scope', 'spray'] as const)),
 };
+
+/** A plain object (its contents are checked by the caller). */
+function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as T)
+    : fail('an object');
+}
+
+const escalateSpec = {
+  factor: (value: unknown, fail: (expected: string) => never): number =>
+    typeof value === 'number' && Number.isFinite(value) && value >= 1 && value <= 1000
+      ? value
+      : fail('a number from 1 to 1000'),
+  maxLockoutMs: duration(1),
+};
+
+/** The store rule of an `escalate` option (undefined: no escalation). */
+export function escalateRule(e: EscalateOptions | false | undefined): EscalateRule | undefined {
+  if (e === undefined || e === false) return undefined;
+  return { factor: e.factor ?? 2, maxLockoutMs: e.maxLockoutMs ?? 86_400_000 };
+}
 
 const failureReconfigureSpec = {
   maxAttempts: failureLimiterSpec.maxAttempts,
@@ -265,10 +325,13 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     dryRun: o.dryRun ?? false,
     name: o.name ?? 'auth',
   };
+  const escalate = escalateRule(o.escalate as EscalateOptions | false | undefined);
+  const earned: AuthLayer = o.layer ?? 'client';
   let rule: FailureRule = {
     maxAttempts: config.maxAttempts,
     windowMs: config.windowMs,
     lockoutMs: config.lockoutMs,
+    ...(escalate !== undefined && { escalate }),
   };
   // A private store needs no namespace; a shared one gets the limiter's name in every key.
   const { store, own: ownStore, namespace } = limiterStore(o, config.name, 'createFailureLimiter');
@@ -352,19 +415,27 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     if (d.lockoutStarted) {
       const { lockoutStarted: _, ...plain } = d;
       const out = withKey(plain, key);
+      // An escalated lockout lasts longer than the rule's: the decision says how long.
+      const lockoutMs = escalate === undefined ? rule.lockoutMs : plain.retryAfterMs;
       logger?.warn(
         {
           code: 'AUTH_RATE_LIMITED',
           limiter: config.name,
           scope,
           key,
-          lockoutMs: rule.lockoutMs,
+          ...(earned !== 'client' && { layer: earned }),
+          lockoutMs,
           dryRun: config.dryRun,
         },
-        `AUTH_RATE_LIMITED: ${rule.maxAttempts} failed attempts; locking out scope=${scope} key=${key} for ${rule.lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
+        `AUTH_RATE_LIMITED: ${rule.maxAttempts} failed attempts${earned === 'client' ? '' : ` (${earned} layer)`}; locking out scope=${scope} key=${key} for ${lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
       );
       if (channels.lockout.hasSubscribers)
-        channels.lockout.publish({ limiter: config.name, scope, decision: out });
+        channels.lockout.publish({
+          limiter: config.name,
+          scope,
+          decision: out,
+          ...(earned !== 'client' && { layer: earned }),
+        });
       return finish(scope, key, out);
     }
     const out = finish(scope, key, d, rule.maxAttempts - 1);
@@ -418,6 +489,22 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     return mapMaybe(d, (r) => finish(sc, s.key, r));
   }
 
+  function recordDistinct(
+    subject: Subject,
+    member: string,
+    scope?: string,
+  ): MaybePromise<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    if (s.exempt) return exemptDecision(s.key);
+    if (typeof store.recordDistinct !== 'function')
+      throw new TypeError(
+        'Portcullis: this store cannot count distinct failures (no Store.recordDistinct)',
+      );
+    const d = store.recordDistinct(`${namespace}${sc}:${s.key}`, member, rule);
+    return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
+  }
+
   function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
     const s = subjectOf(subject);
     const sc = normalizeScope(scope);
@@ -455,6 +542,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
       maxAttempts: config.maxAttempts,
       windowMs: config.windowMs,
       lockoutMs: config.lockoutMs,
+      ...(escalate !== undefined && { escalate }),
     };
     // A failure log expires by the window it was stamped under: re-stamped under the new one, so
     // that a widened window keeps counting an attacker's failures (and counts none that had
@@ -480,7 +568,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
         return {
           scope: colon < 0 ? 'default' : rest.slice(0, colon),
           key: colon < 0 ? rest : rest.slice(colon + 1),
-          layer: l.ban ? 'ban' : 'client',
+          layer: l.ban ? 'ban' : earned,
           until: l.until,
           retryAfterMs: l.retryAfterMs,
         } satisfies LockoutInfo;
@@ -532,6 +620,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     check,
     recordFailure,
     recordSuccess,
+    recordDistinct,
+    escalate,
     reset,
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),

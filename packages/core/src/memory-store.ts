@@ -16,6 +16,7 @@ import {
   failurePrune,
   failureRecord,
   failureRoll,
+  failureRecordDistinct,
   failureSuccess,
 } from './algorithms/failure-log.js';
 import {
@@ -49,8 +50,10 @@ import {
   type FailureRule,
   type Store,
   type StoreLockout,
+  type TrustRule,
   type WindowRule,
 } from './store.js';
+import { TrustTable } from './trust-table.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -122,6 +125,8 @@ export class MemoryStore implements Store {
   readonly #timers: Timers;
   /** See {@link MemoryStore.deletions}. */
   #deletions = 0;
+  /** The trust tables (see `Store.trust`), by name; bounded each by its rule's `maxTrusted`. */
+  readonly #trust = new Map<string, TrustTable>();
   /** The end of the failure state {@link HELD} stands for, set by the call that met it. */
   #heldUntil = 0;
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
@@ -313,6 +318,33 @@ export class MemoryStore implements Store {
 
   recordSuccess(key: string, rule: FailureRule): Decision {
     return this.#recordSuccess(this.#slots, key, rule);
+  }
+
+  recordDistinct(key: string, member: string, rule: FailureRule): FailureDecision {
+    const now = this.#now();
+    let slot = this.#liveFailure(this.#slots, key, now, rule);
+    if (slot === undefined) {
+      if (!this.#pool.admit(now)) return this.#overflow(key, rule.maxAttempts, now);
+      slot = this.#pool.claim(this.#slots, '', key, 'failure', rule);
+    }
+    const d = failureRecordDistinct(slot, now, rule, key, member);
+    this.#put(slot, slot, now, failureExpiresAt(slot, rule), slot.lockedUntil, rule);
+    return d;
+  }
+
+  trust(table: string, group: string, member: string, rule: TrustRule): void {
+    let t = this.#trust.get(table);
+    if (t === undefined) {
+      t = new TrustTable();
+      this.#trust.set(table, t);
+    }
+    t.add(group, member, this.#now(), rule);
+  }
+
+  trusted(table: string, member: string, groups: readonly string[], rule: TrustRule): boolean[] {
+    const t = this.#trust.get(table);
+    const now = this.#now();
+    return groups.map((g) => t !== undefined && t.has(g, member, now, rule));
   }
 
   /**
@@ -650,6 +682,7 @@ export class MemoryStore implements Store {
     if (slot === undefined) return undefined;
     this.#clamp(slot, rule, now);
     const logged = slot.log.length;
+    const wasLocked = slot.lockedUntil !== 0;
     const state = failureRoll(slot, now, rule);
     if (state === undefined) {
       this.#pool.drop(slot);
@@ -658,8 +691,8 @@ export class MemoryStore implements Store {
     // A roll may start a lockout (a lowered maxAttempts): it must be protected like any other.
     if (state.lockedUntil > slot.protectedUntil) {
       slot.protectedUntil = state.lockedUntil;
-      slot.expiresAt = state.lockedUntil;
-    } else if (state.log.length !== logged) {
+      slot.expiresAt = failureExpiresAt(state, rule);
+    } else if (state.log.length !== logged || (wasLocked && state.lockedUntil === 0)) {
       // Expired failures went: the log now expires by this rule, as the Redis script rewrites it.
       slot.expiresAt = failureExpiresAt(state, rule);
       this.#pool.expiresAt(slot.expiresAt);

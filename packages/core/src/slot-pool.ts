@@ -51,6 +51,9 @@ export class Slot implements FixedWindowState, SlidingWindowState, TokenBucketSt
   log: number[] = NO_LOG;
   lockedUntil = 0;
   banMs = 0;
+  step = 0;
+  lastEnd = 0;
+  members: string[] | undefined = undefined;
   /** From this instant the slot equals an absent one. */
   expiresAt = 0;
   /** Until this instant the slot must not be evicted (lockout or blocked window); 0 = evictable. */
@@ -84,6 +87,9 @@ function resetFailure(state: FailureState): void {
   while (log.length > 0) log.pop();
   state.lockedUntil = 0;
   state.banMs = 0;
+  state.step = 0;
+  state.lastEnd = 0;
+  state.members = undefined;
 }
 
 /**

@@ -13,11 +13,35 @@ export interface WindowRule {
   readonly windowMs: number;
 }
 
+/**
+ * Escalation of repeated lockouts of one key (docs/design.md#defence-in-depth): a lockout that
+ * starts within `maxLockoutMs` of the end of the same key's previous one lasts `factor` times as
+ * long as that one did, at most `maxLockoutMs`.
+ */
+export interface EscalateRule {
+  readonly factor: number;
+  readonly maxLockoutMs: number;
+}
+
 /** What a failure limiter asks of a store. */
 export interface FailureRule {
   readonly maxAttempts: number;
   readonly windowMs: number;
   readonly lockoutMs: number;
+  /**
+   * Lockouts of a key escalate (see {@link EscalateRule}): the store keeps the key's step and the
+   * end of its last lockout for `maxLockoutMs` after that end; a success or a delete forgets them.
+   * Absent: every lockout lasts `lockoutMs` and a key is forgotten when its lockout ends.
+   */
+  readonly escalate?: EscalateRule;
+}
+
+/** How a trust table is kept (see {@link Store.trust}). */
+export interface TrustRule {
+  /** How long a trust lasts after the success that earned it. */
+  readonly trustMs: number;
+  /** Most trusts the table holds. */
+  readonly maxTrusted: number;
 }
 
 /** A failure decision from a store, flagged when this very call started the lockout. */
@@ -125,6 +149,33 @@ export interface Store {
    * stores here implement it.
    */
   lockouts?(prefix: string, limit: number, rule: FailureRule): MaybePromise<StoreLockout[]>;
+  /**
+   * Optional (the auth layers' spray limit needs it): counts a failure of `key` against `member`,
+   * where only distinct members count. The failure log holds each member's latest failure within
+   * `windowMs` (a member failing again refreshes its time, it does not count twice); when that
+   * brings the number of members to `maxAttempts` the lockout starts, exactly as
+   * {@link Store.recordFailure} (escalation, clamping, listing, `checkFailures`, `delete` and `ban`
+   * treat the key as any failure key). `member` is at most 256 characters (the caller bounds it).
+   */
+  recordDistinct?(key: string, member: string, rule: FailureRule): MaybePromise<FailureDecision>;
+  /**
+   * Optional (the auth layers' trust needs it): `member` authenticated for `group` of trust table
+   * `table` now; an earlier trust of the same pair is refreshed. The table holds at most
+   * `maxTrusted` pairs: a new pair that finds it full first forgets every expired trust, then, while
+   * still full, the oldest trust of the group that holds the most (ties: the group whose oldest
+   * trust is oldest). So a flood of successes for one group evicts that group's own trusts first.
+   */
+  trust?(table: string, group: string, member: string, rule: TrustRule): MaybePromise<void>;
+  /**
+   * Optional, with {@link Store.trust}: for each of `groups`, whether `member` holds a trust of it
+   * in `table` earned less than `trustMs` ago (a trust stamped in the future counts as earned now).
+   */
+  trusted?(
+    table: string,
+    member: string,
+    groups: readonly string[],
+    rule: TrustRule,
+  ): MaybePromise<boolean[]>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
   /**

@@ -15,6 +15,31 @@ export interface FailureState {
   lockedUntil: number;
   /** The length of the ban in force (set by hand, see {@link failureBan}); 0 for an earned lockout. */
   banMs: number;
+  /**
+   * Escalation (a rule with `escalate`): the step of the current or last earned lockout (its length
+   * is `lockoutMs · factor^step`, see {@link lockoutLength}). Meaningful while locked or `lastEnd > 0`.
+   */
+  step: number;
+  /** Escalation: when the last earned lockout ended (0: none remembered). */
+  lastEnd: number;
+  /**
+   * A distinct log (see {@link failureRecordDistinct}): the member of each failure in `log`, side by
+   * side; undefined for an ordinary log.
+   */
+  members: string[] | undefined;
+}
+
+/** A fresh, absent-equivalent failure state. */
+export function freshFailure(): FailureState {
+  return { log: [], lockedUntil: 0, banMs: 0, step: 0, lastEnd: 0, members: undefined };
+}
+
+/** The length of an earned lockout at escalation `step` under `rule` (never below `lockoutMs`). */
+export function lockoutLength(rule: FailureRule, step: number): number {
+  const e = rule.escalate;
+  if (e === undefined || step === 0) return rule.lockoutMs;
+  const grown = rule.lockoutMs * e.factor ** step;
+  return Math.max(rule.lockoutMs, Math.min(grown, e.maxLockoutMs));
 }
 
 /**
@@ -26,8 +51,8 @@ export interface FailureState {
  */
 export function failureClamp(state: FailureState, now: number, rule: FailureRule): boolean {
   let changed = false;
-  // A ban is bounded by its own length, an earned lockout by the rule's.
-  const bound = state.banMs > 0 ? state.banMs : rule.lockoutMs;
+  // A ban is bounded by its own length, an earned lockout by the rule's (at its escalation step).
+  const bound = state.banMs > 0 ? state.banMs : lockoutLength(rule, state.step);
   if (state.lockedUntil !== 0 && state.lockedUntil > now + bound) {
     state.lockedUntil = now + bound;
     changed = true;
@@ -38,7 +63,31 @@ export function failureClamp(state: FailureState, now: number, rule: FailureRule
     log[i] = now;
     changed = true;
   }
+  if (state.lastEnd > now) {
+    state.lastEnd = now;
+    changed = true;
+  }
   return changed;
+}
+
+/** Whether an ended lockout of `state` is still remembered for escalation at `now`. */
+function remembered(state: FailureState, now: number, rule: FailureRule): boolean {
+  const e = rule.escalate;
+  return e !== undefined && state.lastEnd > 0 && now < state.lastEnd + e.maxLockoutMs;
+}
+
+/** Empties the log (and its members). */
+function clearLog(state: FailureState): void {
+  state.log.length = 0;
+  if (state.members !== undefined) state.members.length = 0;
+}
+
+/** Starts an earned lockout at `now`, at the escalation step the key's history gives. */
+function startLockout(state: FailureState, now: number, rule: FailureRule): void {
+  clearLog(state);
+  state.step = remembered(state, now, rule) ? state.step + 1 : 0;
+  state.lockedUntil = now + lockoutLength(rule, state.step);
+  state.banMs = 0;
 }
 
 /**
@@ -52,19 +101,27 @@ export function failureRoll(
 ): FailureState | undefined {
   if (state === undefined) return undefined;
   failureClamp(state, now, rule);
-  if (state.lockedUntil !== 0) return now < state.lockedUntil ? state : undefined;
+  if (state.lockedUntil !== 0) {
+    if (now < state.lockedUntil) return state;
+    // Over. An earned lockout's end is remembered for escalation (a ban's is not: the step and
+    // end of the last earned one stay as they were).
+    if (state.banMs === 0) state.lastEnd = state.lockedUntil;
+    state.lockedUntil = 0;
+    state.banMs = 0;
+    clearLog(state);
+    return remembered(state, now, rule) ? state : undefined;
+  }
   const log = state.log;
   let drop = 0;
   while (drop < log.length && (log[drop] as number) + rule.windowMs <= now) drop++;
-  if (drop === log.length) return undefined;
-  if (drop > 0) log.splice(0, drop);
+  if (drop > 0) {
+    log.splice(0, drop);
+    if (state.members !== undefined) state.members.splice(0, drop);
+  }
+  if (log.length === 0) return remembered(state, now, rule) ? state : undefined;
   // Only after `maxAttempts` was lowered (reconfigure) can a live log hold that many failures: the
   // subject is over the new limit and is locked from this call on, with the lockout in force now.
-  if (log.length >= rule.maxAttempts) {
-    log.length = 0;
-    state.lockedUntil = now + rule.lockoutMs;
-    state.banMs = 0;
-  }
+  if (log.length >= rule.maxAttempts) startLockout(state, now, rule);
   return state;
 }
 
@@ -79,7 +136,7 @@ function open(
   rule: FailureRule,
   key: string,
 ): Decision {
-  if (state === undefined)
+  if (state === undefined || state.log.length === 0)
     return decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
   const newest = state.log[state.log.length - 1] as number;
   return decision(
@@ -106,8 +163,8 @@ export function failureCheck(
 }
 
 /**
- * Counts one failure into a rolled `state` (mutating it; pass a fresh `{ log: [], lockedUntil: 0, banMs: 0 }`
- * when absent) and answers the decision after counting.
+ * Counts one failure into a rolled `state` (mutating it; pass {@link freshFailure} when absent)
+ * and answers the decision after counting.
  */
 export function failureRecord(
   state: FailureState,
@@ -117,13 +174,46 @@ export function failureRecord(
 ): FailureDecision {
   if (state.lockedUntil !== 0) return locked(state, now, rule, key);
   state.log.push(now);
+  if (state.members !== undefined) state.members.push('');
+  return counted(state, now, rule, key);
+}
+
+function counted(
+  state: FailureState,
+  now: number,
+  rule: FailureRule,
+  key: string,
+): FailureDecision {
   if (state.log.length >= rule.maxAttempts) {
-    state.log.length = 0;
-    state.lockedUntil = now + rule.lockoutMs;
-    state.banMs = 0;
+    startLockout(state, now, rule);
     return { ...locked(state, now, rule, key), lockoutStarted: true };
   }
   return open(state, now, rule, key);
+}
+
+/**
+ * Counts a failure against `member` into a rolled distinct log (see `Store.recordDistinct`): the
+ * member's earlier failure in the window, if any, is replaced by this one (the log stays in time
+ * order), so the count is the number of distinct members within the window.
+ */
+export function failureRecordDistinct(
+  state: FailureState,
+  now: number,
+  rule: FailureRule,
+  key: string,
+  member: string,
+): FailureDecision {
+  if (state.lockedUntil !== 0) return locked(state, now, rule, key);
+  if (state.members === undefined) state.members = state.log.map(() => '');
+  const members = state.members;
+  const at = members.indexOf(member);
+  if (at >= 0) {
+    members.splice(at, 1);
+    state.log.splice(at, 1);
+  }
+  state.log.push(now);
+  members.push(member);
+  return counted(state, now, rule, key);
 }
 
 /**
@@ -144,9 +234,17 @@ export function failureSuccess(
 
 /** When a rolled state becomes worthless. */
 export function failureExpiresAt(state: FailureState, rule: FailureRule): number {
-  return state.lockedUntil !== 0
-    ? state.lockedUntil
-    : (state.log[state.log.length - 1] as number) + rule.windowMs;
+  const e = rule.escalate;
+  if (state.lockedUntil !== 0) {
+    // An earned lockout's end is remembered for escalation after it; a ban keeps what was.
+    if (e === undefined) return state.lockedUntil;
+    const after = state.banMs === 0 ? state.lockedUntil : state.lastEnd;
+    return Math.max(state.lockedUntil, after > 0 ? after + e.maxLockoutMs : 0);
+  }
+  const logged =
+    state.log.length > 0 ? (state.log[state.log.length - 1] as number) + rule.windowMs : 0;
+  const step = e !== undefined && state.lastEnd > 0 ? state.lastEnd + e.maxLockoutMs : 0;
+  return Math.max(logged, step);
 }
 
 /**
@@ -159,7 +257,10 @@ export function failurePrune(state: FailureState, now: number, windowMs: number)
   const log = state.log;
   let drop = 0;
   while (drop < log.length && (log[drop] as number) + windowMs <= now) drop++;
-  if (drop > 0) log.splice(0, drop);
+  if (drop > 0) {
+    log.splice(0, drop);
+    if (state.members !== undefined) state.members.splice(0, drop);
+  }
 }
 
 /**
@@ -176,7 +277,9 @@ export function failureBan(
   key: string,
 ): Decision {
   if (state.lockedUntil === 0 || now + ms > state.lockedUntil) {
-    state.log.length = 0;
+    // A ban over an earned lockout ends that one now: its end is what escalation remembers.
+    if (state.lockedUntil !== 0 && state.banMs === 0) state.lastEnd = now;
+    clearLog(state);
     state.lockedUntil = now + ms;
     state.banMs = ms;
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Decision } from '../decision.js';
 import type { FailureRule, Store, WindowRule } from '../store.js';
+import { layerConformance } from './layer-conformance.js';
 
 /** What a store's conformance run needs: a fresh store whose clock the suite can move. */
 export interface StoreHarness {
@@ -866,6 +867,8 @@ export function describeStoreConformance(
           d('b:f', 3, true, 'allowed', 3, 0, 0),
         );
       }));
+
+    layerConformance(withStore);
 
     it('concurrent calls never pass more than the limit', () =>
       withStore(async (s) => {

@@ -1,0 +1,395 @@
+// Login bench ("login layers"): CPU ns per login attempt of Portcullis's auth gate without and with
+// the account layers (docs/design.md#defence-in-depth), and of rate-limiter-flexible's
+// login-protection recipe, in one process per scenario, alternating rounds. Method and results:
+// bench/README.md ("bench/core: login layers").
+// Run with: node --expose-gc bench/core/login.mjs  (after `npm run build`); BENCH_JSON writes a report.
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { createAuthGate } from '@portcullis/core/adapter';
+
+const require = createRequire(import.meta.url);
+const { RateLimiterMemory } = require('rate-limiter-flexible');
+
+/** A positive integer from the environment, or `fallback`; anything else stops the run at once. */
+function countFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`bench/core/login: ${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+/**
+ * Timed rounds per process. At most 7: a measured client fails once per round, once in the untimed
+ * first round and at most once more in an answer check, and must stay under every limit (the
+ * client's 10 in 60 s, rate-limiter-flexible's 10 consecutive) so that every call does the same work.
+ */
+const ROUNDS = Math.min(countFromEnv('BENCH_ROUNDS', 7), 7);
+/** Processes per scenario; a contender's figure is the median of its per-process medians. */
+const PROCESSES = countFromEnv('BENCH_PROCESSES', 3);
+/** Calls per sample of the success scenario (its clients can log in any number of times). */
+const SUCCESS_N = countFromEnv('BENCH_LOGIN_SUCCESS_N', 100_000);
+
+/**
+ * Failing clients (each its own IPv4 address) and the accounts they guess: client i guesses
+ * account i mod ACCOUNTS, so each account sees 10 clients, and in a whole process at most
+ * 10 × 8 + 2 = 82 failures: under the account layer's 100 per hour, as every client stays under its
+ * own limits. The figures are of attempts that count, not of refusals. (The warm-up clients, as
+ * many again, guess accounts of their own.)
+ */
+const CLIENTS = 20_000;
+const ACCOUNTS = 2_000;
+/**
+ * Returning users of the success scenario: one client and one account each, 2 trusts each
+ * (the account's and the scope's) = 8 000 in the scope's table, under `maxTrusted` (10 000): no
+ * success evicts another's trust.
+ */
+const USERS = 4_000;
+/**
+ * Every Portcullis gate holds every key of the run (40 000 clients with the warm-up ones; the
+ * layers' 84 001 keys):
+ * bounded above what the run needs, so that no call evicts. Eviction has its own scenario in
+ * bench/core/run.mjs ("record a failure … evicting").
+ */
+const MAX_ENTRIES = 100_000;
+/**
+ * The scope budget is on, with a budget the run never reaches (at most 3 × 20 000 × 8 failures in
+ * a process): the figures are the cost of counting in the scope, not of refusing.
+ */
+const SCOPE_BUDGET = { maxAttempts: 1_000_000, windowMs: 3_600_000, lockoutMs: 3_600_000 };
+const SCOPE = 'password';
+
+const ipOf = (i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+const accountOf = (i) => `user${i}@example.com`;
+
+/** The request each client sends: shaped like Node's, made once (a server gets a new one per request, of the same shape). */
+function requests(count) {
+  return Array.from({ length: count }, (_, i) => ({
+    socket: { remoteAddress: ipOf(i) },
+    headers: { host: 'login.example', 'content-type': 'application/json' },
+  }));
+}
+
+/*
+ * As in bench/core/run.mjs: every contender gets a timing loop of its own, compiled from source,
+ * so that no contender pays for another's shapes at the call site; a loop awaits only when its
+ * contender returns promises (rate-limiter-flexible does: that is how it is used). The figure is
+ * CPU time (user + system, every thread: GC included) per call. Every sample starts after a full
+ * collection and a 25 ms pause for the sweeping that follows it.
+ */
+const SYNC_LOOP =
+  'return function (fn, from, to) { const c = process.cpuUsage(); for (let i = from; i < to; i++) fn(i); const u = process.cpuUsage(c); return ((u.user + u.system) * 1000) / (to - from); }';
+const ASYNC_LOOP =
+  'return async function (fn, from, to) { const c = process.cpuUsage(); for (let i = from; i < to; i++) await fn(i); const u = process.cpuUsage(c); return ((u.user + u.system) * 1000) / (to - from); }';
+const loops = new WeakMap();
+
+/** CPU ns per call of `fn(i)` for i in [from, to), in `fn`'s own timing loop. */
+async function time(fn, from, to) {
+  let loop = loops.get(fn);
+  if (loop === undefined) {
+    const probe = fn(from);
+    const isAsync = probe !== undefined && typeof probe.then === 'function';
+    if (isAsync) await probe;
+    loop = new Function(isAsync ? ASYNC_LOOP : SYNC_LOOP)();
+    loops.set(fn, loop);
+  }
+  globalThis.gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 25));
+  return loop(fn, from, to);
+}
+
+/**
+ * What every contender's attempt answers; the loop checks one answer per sample, so that a
+ * contender that started refusing (a limit reached by mistake) fails the run instead of looking
+ * fast.
+ */
+const expected = { invalid: 401, ok: 200 };
+
+/** (a) The plain auth gate: the client layer only (10 failures in 60 s, then 5 minutes). */
+function plainGate() {
+  const gate = createAuthGate(
+    { scope: SCOPE, maxEntries: MAX_ENTRIES },
+    { where: 'bench', needsVerify: false },
+  );
+  return (raw, _account, outcome) => status(gate.decide(raw, outcome));
+}
+
+/**
+ * (b) The same gate with the account layers: `account` given, `accountLimits` the defaults (pair,
+ * account, spray), `scopeBudget` on. `undefined` when this build of core has no layers yet.
+ */
+function layeredGate() {
+  let gate;
+  try {
+    gate = createAuthGate(
+      {
+        scope: SCOPE,
+        maxEntries: MAX_ENTRIES,
+        account: (req) => req.account,
+        scopeBudget: SCOPE_BUDGET,
+      },
+      { where: 'bench', needsVerify: false },
+    );
+  } catch (err) {
+    if (err?.code?.startsWith('ERR_PORTCULLIS')) return undefined;
+    throw err;
+  }
+  return (raw, account, outcome) => status(gate.decide(raw, outcome, undefined, account));
+}
+
+/** A gate result's HTTP status (sync or async, as the gate answers). */
+function status(result) {
+  return typeof result.then === 'function'
+    ? result.then((r) => (r.ok ? 200 : r.answer.status))
+    : result.ok
+      ? 200
+      : result.answer.status;
+}
+
+/**
+ * (c) rate-limiter-flexible's login-protection recipe ("Brute-force protection" in its wiki), on
+ * RateLimiterMemory: consecutive failures by username + IP (10 points, 90 days, blocked 1 hour)
+ * and slow brute force by IP (100 points a day, blocked 1 day). Both are read first; a blocked one
+ * refuses (429); a failure consumes a point of each; a success deletes the username + IP key when
+ * it holds failures. `pairDurationSec` is the consecutive limiter's duration.
+ */
+function flexibleRecipe(pairDurationSec) {
+  const maxConsecutive = 10;
+  const maxPerDay = 100;
+  const byPair = new RateLimiterMemory({
+    keyPrefix: 'login_fail_consecutive_username_and_ip',
+    points: maxConsecutive,
+    duration: pairDurationSec,
+    blockDuration: 60 * 60,
+  });
+  const byIp = new RateLimiterMemory({
+    keyPrefix: 'login_fail_ip_per_day',
+    points: maxPerDay,
+    duration: 60 * 60 * 24,
+    blockDuration: 60 * 60 * 24,
+  });
+  return async function login(raw, account, outcome) {
+    const ip = raw.socket.remoteAddress;
+    const pairKey = `${account}_${ip}`;
+    const [pair, perIp] = await Promise.all([byPair.get(pairKey), byIp.get(ip)]);
+    if (
+      (perIp !== null && perIp.consumedPoints > maxPerDay) ||
+      (pair !== null && pair.consumedPoints > maxConsecutive)
+    )
+      return 429;
+    if (outcome === 'invalid') {
+      try {
+        await Promise.all([byIp.consume(ip), byPair.consume(pairKey)]);
+        return 401;
+      } catch (rejected) {
+        if (rejected instanceof Error) throw rejected;
+        return 429;
+      }
+    }
+    if (pair !== null && pair.consumedPoints > 0) await byPair.delete(pairKey);
+    return 200;
+  };
+}
+
+/** The longest a Node timer holds (2^31 − 1 ms, 24.8 days), in whole seconds. */
+const LONGEST_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
+
+/** Every contender, as `attempt(raw, account, outcome) → status` (or a promise of it). */
+function contenders() {
+  const layered = layeredGate();
+  return {
+    'portcullis auth gate': plainGate(),
+    ...(layered !== undefined && { 'portcullis auth gate + account layers': layered }),
+    'rate-limiter-flexible login recipe': flexibleRecipe(60 * 60 * 24 * 90),
+    [`rate-limiter-flexible login recipe, ${LONGEST_TIMER_SEC} s pair duration`]:
+      flexibleRecipe(LONGEST_TIMER_SEC),
+  };
+}
+
+/** Checks an answer (sync or async) against the status the scenario expects. */
+function expect(got, want, name) {
+  const check = (s) => {
+    if (s !== want) throw new Error(`bench/core/login: ${name} answered ${s}, expected ${want}`);
+  };
+  return typeof got?.then === 'function' ? got.then(check) : check(got);
+}
+
+/**
+ * The scenarios. Each turns an attempt into `fn(i)` for the timing loop; clients [0, n) are
+ * measured, clients [n, 2n) (with accounts of their own) only warm the code up, so that the
+ * measured clients spend none of their budget on it. `failure`: a wrong password from each of
+ * 20 000 clients once per sample. `success`: returning users (4 000, one account each) logging in,
+ * 100 000 calls per sample. `retry`: a wrong password then the right one, from each of 20 000
+ * clients once per sample (the figure is of the two calls together).
+ */
+const scenarios = {
+  failure: {
+    title: 'a wrong password (ns per attempt)',
+    n: CLIENTS,
+    make(attempt) {
+      const raws = requests(2 * CLIENTS);
+      const accounts = Array.from({ length: 2 * ACCOUNTS }, (_, i) => accountOf(i));
+      const accountFor = (i) => accounts[(i % ACCOUNTS) + (i < CLIENTS ? 0 : ACCOUNTS)];
+      return (i) => attempt(raws[i], accountFor(i), 'invalid');
+    },
+    want: expected.invalid,
+  },
+  success: {
+    title: 'a returning user, right password (ns per attempt)',
+    n: SUCCESS_N,
+    make(attempt) {
+      // Successes spend no budget: the warm-up calls are the same users' (more of them would
+      // overfill the trust table).
+      const raws = requests(USERS);
+      const accounts = Array.from({ length: USERS }, (_, i) => accountOf(i));
+      return (i) => attempt(raws[i % USERS], accounts[i % USERS], 'ok');
+    },
+    want: expected.ok,
+  },
+  retry: {
+    title: 'a wrong password, then the right one (ns per pair of attempts)',
+    n: CLIENTS,
+    make(attempt) {
+      const raws = requests(2 * CLIENTS);
+      const accounts = Array.from({ length: 2 * ACCOUNTS }, (_, i) => accountOf(i));
+      const accountFor = (i) => accounts[(i % ACCOUNTS) + (i < CLIENTS ? 0 : ACCOUNTS)];
+      return (i) => {
+        const raw = raws[i];
+        const account = accountFor(i);
+        const first = attempt(raw, account, 'invalid');
+        return typeof first?.then === 'function'
+          ? first.then(() => attempt(raw, account, 'ok'))
+          : attempt(raw, account, 'ok');
+      };
+    },
+    want: expected.ok,
+  },
+};
+
+/**
+ * Warm-up passes over the warm-up clients: the first rounds over new code ran 3–6× slower than the
+ * later ones (V8 still compiling); a warm-up client fails at most 4 times (probe + 3 passes).
+ */
+const WARM_PASSES = 3;
+
+/**
+ * One scenario in this process: warm-up passes over the warm-up clients, one untimed round over the
+ * measured ones (every contender's first meeting with them: records created, 4–6× a later round),
+ * then ROUNDS alternating timed rounds.
+ */
+async function runScenario(id) {
+  const sc = scenarios[id];
+  const fns = Object.fromEntries(
+    Object.entries(contenders()).map(([name, attempt]) => [name, sc.make(attempt)]),
+  );
+  for (const [name, fn] of Object.entries(fns)) {
+    for (let p = 0; p < WARM_PASSES; p++) await time(fn, sc.n, 2 * sc.n);
+    await time(fn, 0, sc.n);
+    await expect(fn(0), sc.want, name);
+  }
+  const samples = Object.fromEntries(Object.keys(fns).map((k) => [k, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = Object.entries(fns);
+    if (r % 2) order.reverse();
+    for (const [name, fn] of order) samples[name].push(await time(fn, 0, sc.n));
+  }
+  // A measured client has now failed at most 9 times: its answer must still be the expected one.
+  for (const [name, fn] of Object.entries(fns)) await expect(fn(sc.n - 1), sc.want, name);
+  return {
+    id,
+    title: sc.title,
+    rows: Object.entries(samples).map(([name, xs]) => ({ name, ns: median(xs) })),
+  };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function spawnJob(id) {
+  const r = spawnSync(
+    process.execPath,
+    ['--expose-gc', fileURLToPath(import.meta.url), `${JOB_FLAG}${id}`],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      maxBuffer: 1 << 24,
+    },
+  );
+  if (r.status !== 0)
+    throw new Error(`bench/core/login: job ${id} failed (${r.status ?? r.signal})`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+/**
+ * The scenarios named on the command line (`node --expose-gc bench/core/login.mjs failure retry`),
+ * default all of them. Arguments rather than a BENCH_* variable: `npm run bench` hands its
+ * variables to every benchmark, and bench/core/run.mjs has jobs of its own.
+ */
+function selectedJobs() {
+  const all = Object.keys(scenarios);
+  const ids = process.argv.slice(2);
+  if (ids.length === 0) return all;
+  for (const id of ids)
+    if (!all.includes(id)) throw new Error(`bench/core/login: no scenario ${id}`);
+  return ids;
+}
+
+/** A child process runs one scenario: `--job=<id>`. */
+const JOB_FLAG = '--job=';
+
+async function main() {
+  const job = process.argv.find((a) => a.startsWith(JOB_FLAG))?.slice(JOB_FLAG.length);
+  if (job !== undefined) {
+    // rate-limiter-flexible's recipe asks for a 90-day timer, which Node cannot hold: it warns once
+    // (TimeoutOverflowWarning) and fires the timer after 1 ms. The warning is expected here and
+    // said in bench/README.md; every other warning is printed as usual.
+    process.removeAllListeners('warning');
+    process.on('warning', (w) => {
+      if (w.name !== 'TimeoutOverflowWarning') process.stderr.write(`${w.stack ?? w}\n`);
+    });
+    const out = await runScenario(job);
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    process.exit(0);
+  }
+  const layers = layeredGate() !== undefined;
+  if (!layers)
+    process.stderr.write(
+      'bench/core/login: this build of @portcullis/core has no account layers: (b) is left out\n',
+    );
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    rounds: ROUNDS,
+    processes: PROCESSES,
+    timings: [],
+  };
+  for (const id of selectedJobs()) {
+    process.stderr.write(`bench/core/login: ${id}\n`);
+    const outs = Array.from({ length: PROCESSES }, () => spawnJob(id));
+    const rows = outs[0].rows.map(({ name }) => {
+      const per = outs.map((o) => o.rows.find((r) => r.name === name).ns);
+      return { name, ns: median(per), perProcess: per.map((x) => Number(x.toFixed(1))) };
+    });
+    const plain = rows.find((r) => r.name === 'portcullis auth gate').ns;
+    const layered = rows.find((r) => r.name === 'portcullis auth gate + account layers')?.ns;
+    console.log(`\n${outs[0].title}`);
+    for (const r of rows) {
+      const vsPlain = `  ${(r.ns / plain).toFixed(2)}× plain gate`;
+      const vsLayered =
+        layered === undefined ? '' : `  ${(r.ns / layered).toFixed(2)}× layered gate`;
+      console.log(
+        `  ${r.name.padEnd(58)} ${r.ns.toFixed(1).padStart(8)} ns${vsPlain}${vsLayered}   (${r.perProcess.join(' / ')})`,
+      );
+    }
+    report.timings.push({ id, title: outs[0].title, rows });
+  }
+  if (process.env.BENCH_JSON)
+    (await import('node:fs')).writeFileSync(
+      process.env.BENCH_JSON,
+      `${JSON.stringify(report, null, 2)}\n`,
+    );
+  process.exit(0);
+}
+
+main();

@@ -5,12 +5,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const benches = [
   { name: 'core', script: join(here, 'core/run.mjs'), node: ['--expose-gc'] },
+  { name: 'core-login', script: join(here, 'core/login.mjs'), node: ['--expose-gc'] },
   { name: 'http', script: join(here, 'http/run.mjs'), node: [] },
   { name: 'ws', script: join(here, 'ws/run.mjs'), node: [] },
   { name: 'redis', script: join(here, 'redis/run.mjs'), node: [], optional: true },
@@ -62,7 +63,7 @@ for (const b of benches) {
   }
   const json = jsonFor(b.name).BENCH_JSON;
   console.log(
-    `\n== ${b.name}: node ${[...b.node, `bench/${b.name}/run.mjs`].join(' ')}${json ? ` (JSON: ${json})` : ''}\n`,
+    `\n== ${b.name}: node ${[...b.node, join('bench', relative(here, b.script))].join(' ')}${json ? ` (JSON: ${json})` : ''}\n`,
   );
   const code = await run(b);
   if (code !== 0) {

@@ -35,6 +35,12 @@ export interface Decision {
   readonly key: string;
   /** Present (true) only on decisions of a limiter in dry-run mode. */
   readonly dryRun?: true;
+  /**
+   * Which auth layer refused (docs/design.md#defence-in-depth): set on an auth gate's refusals
+   * when its account limits or scope budget are on. Server-side only: every layer's refusal
+   * answers the client the same way.
+   */
+  readonly layer?: 'client' | 'pair' | 'account' | 'scope' | 'spray' | 'ban';
 }
 
 /** Builds a decision object with a stable property order (one hidden class on the hot path). */

@@ -1,4 +1,4 @@
-import { safeLogger } from './safe-call.js';
+import { callSafely, safeLogger } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { type MaybePromise, mapMaybe } from './promise.js';
 import { asDryRun, type Decision, decision, withKey } from './decision.js';
@@ -64,6 +64,8 @@ export interface FailureLimiterOptions {
    * @default false
    */
   escalate?: EscalateOptions | false;
+  /** What the limiter's earned lockouts are listed as (an auth gate's layer limiters). @internal */
+  layer?: 'client' | 'pair' | 'account' | 'scope' | 'spray';
   /**
    * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_NAME_CLASH: false }`).
    * @default every warning on
@@ -80,7 +82,7 @@ export interface EscalateOptions {
 }
 
 /** Which layer of the auth defences a lockout belongs to (docs/design.md#defence-in-depth). */
-export type AuthLayer = 'client' | 'pair' | 'account' | 'scope' | 'spray' | 'ban';
+export type AuthLayer = NonNullable<Decision['layer']>;
 
 /**
  * A failure limiter: counts wrong credentials per scope and subject, locks out brute force.
@@ -150,6 +152,23 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   recordDistinct(subject: Subject, member: string, scope?: string): D;
   /** The escalation in force, if any. @internal */
   readonly escalate: EscalateRule | undefined;
+  /** The key and exemption `subject` is counted under (what every decision's `key` shows). @internal */
+  keyOf(subject: Subject): { readonly key: string; readonly exempt: boolean };
+  /**
+   * Calls `listener` for every lockout this limiter starts (earned, or a ban); returns the function
+   * that stops it. A throwing listener is reported to the logger, never to the caller.
+   * @internal for the gates' `onLockout`
+   */
+  watchLockouts(listener: (started: StartedLockout) => void): () => void;
+}
+
+/** A lockout a limiter started, as {@link FailureLimiter.watchLockouts} reports it. @internal */
+export interface StartedLockout {
+  readonly layer: AuthLayer;
+  readonly scope: string;
+  readonly key: string;
+  readonly lockoutMs: number;
+  readonly retryAfterMs: number;
 }
 
 /** A lockout in force, as {@link FailureLimiter.lockouts} lists it. */
@@ -345,6 +364,20 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
       o.warnings,
     );
 
+  const listeners = new Set<(started: StartedLockout) => void>();
+  function started(layer: AuthLayer, scope: string, key: string, lockoutMs: number, d: Decision) {
+    for (const listener of listeners)
+      callSafely(
+        listener,
+        [{ layer, scope, key, lockoutMs, retryAfterMs: d.retryAfterMs }],
+        (error) =>
+          logger?.error(
+            { code: 'PORTCULLIS_HOOK_ERROR', hook: 'onLockout', limiter: config.name, error },
+            'Portcullis: onLockout threw; the lockout stands',
+          ),
+      );
+  }
+
   function subjectOf(subject: Subject): ResolvedSubject {
     const raw = typeof subject === 'string' ? subject : subject?.key;
     if (typeof raw !== 'string')
@@ -436,6 +469,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
           decision: out,
           ...(earned !== 'client' && { layer: earned }),
         });
+      if (listeners.size > 0) started(earned, scope, key, lockoutMs, out);
       return finish(scope, key, out);
     }
     const out = finish(scope, key, d, rule.maxAttempts - 1);
@@ -604,6 +638,7 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
             decision: out,
             layer: 'ban',
           });
+        if (listeners.size > 0) started('ban', sc, s.key, ms, out);
       }
       return config.dryRun ? asDryRun(out) : out;
     };
@@ -622,6 +657,11 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     recordSuccess,
     recordDistinct,
     escalate,
+    keyOf: subjectOf,
+    watchLockouts(listener: (started: StartedLockout) => void): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     reset,
     size: () => store.size(),
     close: () => (ownStore ? store.close() : undefined),

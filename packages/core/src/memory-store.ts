@@ -344,7 +344,7 @@ export class MemoryStore implements Store {
   trusted(table: string, member: string, groups: readonly string[], rule: TrustRule): boolean[] {
     const t = this.#trust.get(table);
     const now = this.#now();
-    return groups.map((g) => t !== undefined && t.has(g, member, now, rule));
+    return groups.map((g) => t?.has(g, member, now, rule) === true);
   }
 
   /**

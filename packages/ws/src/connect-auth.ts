@@ -17,13 +17,22 @@ import {
   isPromise,
 } from '@portcullis/core/adapter';
 
-/** Options of {@link createConnectAuth}: those of gateway auth, without `verify` (your code checks the frame). */
-export type ConnectAuthOptions = Omit<AuthGateOptions<unknown>, 'verify'>;
+/**
+ * Options of {@link createConnectAuth}: those of gateway auth, without `verify` (your code checks
+ * the frame) and `account` (the frame names it: pass it to `attempt`).
+ */
+export type ConnectAuthOptions = Omit<AuthGateOptions<unknown>, 'verify' | 'account'>;
 
 /** Per-call options of {@link ConnectAuth.attempt}. */
 export interface AttemptOptions {
   /** The credential class of this attempt (`shared-secret`, `device-token`, …). @default the `scope` option */
   scope?: string;
+  /**
+   * The account the frame names (a user name, a device id), for the account limits
+   * (docs/design.md#defence-in-depth). Normalise it yourself (Portcullis does not case-fold);
+   * over 256 characters, empty or not a string, it shares `account:invalid`.
+   */
+  account?: string;
 }
 
 /** An accepted first frame. */
@@ -171,10 +180,18 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
       'createConnectAuth: unknown option "verify" (check the first frame yourself and pass the outcome to attempt())',
     );
   }
+  if (options !== null && typeof options === 'object' && Object.hasOwn(options, 'account')) {
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_UNKNOWN_OPTION',
+      'account',
+      'createConnectAuth: unknown option "account" (the first frame names the account: pass it to attempt(req, outcome, { account }))',
+    );
+  }
   // parseOptions accepts `undefined` (all defaults) and rejects anything else that is not an object.
   const gate = createAuthGate<unknown>(options as AuthGateOptions<unknown>, {
     where: 'createConnectAuth',
     needsVerify: false,
+    accountPerCall: true,
   });
 
   return {
@@ -183,7 +200,10 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
       outcome: AuthOutcome,
       attemptOptions?: AttemptOptions,
     ): MaybePromise<ConnectAuthResult> {
-      const result = gate.decide(req, outcome, attemptOptions?.scope);
+      const result =
+        attemptOptions?.account === undefined
+          ? gate.decide(req, outcome, attemptOptions?.scope)
+          : gate.decide(req, outcome, attemptOptions.scope, attemptOptions.account);
       return isPromise(result) ? result.then(toResult) : toResult(result);
     },
     refuse(

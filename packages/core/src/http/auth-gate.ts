@@ -8,6 +8,7 @@ import {
   retryAfterSeconds,
   storeUnavailableError,
 } from '../error-shapes.js';
+import { PortcullisConfigError } from '../errors.js';
 import type { Logger } from '../events.js';
 import {
   createFailureLimiter,
@@ -34,6 +35,14 @@ import { type AuthSubject, authSubject } from '../subject.js';
 import { type Warnings, warningsOption } from '../warnings.js';
 import { type GateResult, jsonAnswer } from './answer.js';
 import {
+  accountKey,
+  type AuthLayerOptions,
+  AuthLayers,
+  authLayerSpec,
+  LoopbackPenalty,
+  withLayer,
+} from './auth-layers.js';
+import {
   type BrowserBudgetOptions,
   type BudgetCheck,
   browserBudgets,
@@ -53,7 +62,7 @@ const browserBudgetOption = (value: unknown, fail: (expected: string) => never) 
 export type AuthOutcome = 'ok' | 'invalid' | 'missing';
 
 /** Options of {@link createAuthGate} (and of every adapter's `authGuard`). */
-export interface AuthGateOptions<Req> extends FailureLimiterOptions {
+export interface AuthGateOptions<Req> extends FailureLimiterOptions, AuthLayerOptions<Req> {
   /** Compares the request's credentials. Keep it constant-time. Required by HTTP guards. */
   verify?: (req: Req) => MaybePromise<AuthOutcome>;
   /** The credential class (`shared-secret`, `device-token`, …). @default 'default' */
@@ -125,6 +134,11 @@ export interface GateSetup {
   readonly needsVerify?: boolean;
   /** Option names the adapter handles itself (validated here, ignored by the gate). */
   readonly extra?: AdapterOptionSpec;
+  /**
+   * Accounts come with each `decide` call (a ws first frame), not from an `account` option: the
+   * account limits are on without it. @default false
+   */
+  readonly accountPerCall?: boolean;
 }
 
 /** The failure-limiter options a gate takes flat, beside its own (the gate's `logger` is shared). */
@@ -170,9 +184,20 @@ export interface AuthGate<Req> {
   run(raw: RawRequest, req: Req): MaybePromise<GateResult>;
   /**
    * The lockout sequence for an outcome found elsewhere (e.g. in a first WS frame). `scope`
-   * overrides the gate's credential class for this call (blank = `'default'`).
+   * overrides the gate's credential class for this call (blank = `'default'`); `account` is the
+   * account the attempt names, for the account limits (docs/design.md#defence-in-depth).
    */
-  decide(raw: RawRequest, outcome: AuthOutcome, scope?: string): MaybePromise<GateResult>;
+  decide(
+    raw: RawRequest,
+    outcome: AuthOutcome,
+    scope?: string,
+    account?: unknown,
+  ): MaybePromise<GateResult>;
+  /**
+   * The defence-in-depth layers' limiters (pair, account, spray, scope; empty when off): their
+   * `lockouts()` list the layers' lockouts (`layer` names each), `reset` lifts one.
+   */
+  readonly layers: readonly FailureLimiter[];
   /** The limiter for non-browser clients. */
   readonly limiter: FailureLimiter;
   /** The limiter for browser clients (requests with `Origin`). */
@@ -187,6 +212,11 @@ export interface AuthGate<Req> {
    * `limiter` or `browserLimiter` you passed is yours to close.
    */
   close(): MaybePromise<void>;
+}
+
+/** Two answers together (a promise when either is one). */
+function both<A, B>(a: MaybePromise<A>, b: MaybePromise<B>): MaybePromise<[A, B]> {
+  return isPromise(a) || isPromise(b) ? Promise.all([a, b]) : ([a, b] as [A, B]);
 }
 
 /** Closes `limiters`, synchronously when every one closes so. */
@@ -231,6 +261,7 @@ export function createAuthGate<Req>(
       ...flatLimiterSpec,
       browserLimiter: failureLimiterOption,
       browserBudget: browserBudgetOption,
+      ...authLayerSpec,
       ...clientOptionSpec,
     },
     where,
@@ -254,6 +285,45 @@ export function createAuthGate<Req>(
   const ownsStore = o.limiter === undefined && own.store === undefined;
   const browserLimiter = o.browserLimiter ?? browserLimiterFor(limiter, lockoutLogger, ownsStore);
   const browser = browserBudgets(browserLimiter, o.browserBudget ?? {});
+  if (o.accountLimits !== undefined && o.account === undefined && setup.accountPerCall !== true)
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_ACCOUNT_LIMITS',
+      'accountLimits',
+      `${where}: "accountLimits" needs "account" (a function of the request naming the account of the attempt)`,
+    );
+  // Per-call accounts (ws) turn the account limits on by default only over a store that can hold
+  // them: a custom store from before 1.x keeps working, unless the limits are asked for.
+  const store = limiter.store;
+  const capable = typeof store.trust === 'function' && typeof store.recordDistinct === 'function';
+  const accountsOn =
+    o.accountLimits !== false &&
+    (o.account !== undefined ||
+      (setup.accountPerCall === true && (o.accountLimits !== undefined || capable)));
+  const layerOptions = {
+    ...o,
+    ...(!accountsOn && { accountLimits: false as const }),
+  } as AuthLayerOptions<unknown>;
+  const wantLayers =
+    accountsOn ||
+    (o.scopeBudget !== undefined && o.scopeBudget !== false) ||
+    o.onLockout !== undefined;
+  const layers = wantLayers
+    ? new AuthLayers(layerOptions, {
+        client: limiter,
+        logger: lockoutLogger,
+        warnings: o.warnings,
+        clock: own.clock,
+        timers: own.timers,
+      })
+    : undefined;
+  if (layers !== undefined && o.browserLimiter === undefined) layers.watch(browserLimiter);
+  const accountLayers = accountsOn && layers !== undefined;
+  const scopeLayer = o.scopeBudget !== undefined && o.scopeBudget !== false;
+  const penalty =
+    o.loopbackPenalty === undefined || o.loopbackPenalty === false
+      ? undefined
+      : new LoopbackPenalty(o.loopbackPenalty, own.timers);
+  const account = o.account as ((req: Req) => MaybePromise<string | undefined>) | undefined;
   const gateScope = normalizeScope(o.scope);
   const resolve = createClientResolver({
     ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
@@ -373,10 +443,94 @@ export function createAuthGate<Req>(
     );
   }
 
+  /**
+   * The layered sequence (docs/design.md#defence-in-depth): the client's budgets and every layer
+   * are checked together; a refusal of any is the one answer; a failure counts everywhere, a
+   * success resets the client's own budget and the pair and earns trust. A loopback-exempt client
+   * goes the plain way (no layer counts or refuses it).
+   */
+  function decideLayered(
+    checks: readonly BudgetCheck[],
+    outcome: 'ok' | 'invalid',
+    scope: string,
+    acct: string | undefined,
+  ): MaybePromise<GateResult> {
+    const own = checks[0] as BudgetCheck;
+    const key = own.limiter.keyOf(own.subject);
+    if (key.exempt || layers === undefined) return plain(checks, outcome, scope);
+    const l = layers;
+    const dry = limiter.config.dryRun;
+    const before = eachMaybe(checks, (c) => c.limiter.check(c.subject, scope));
+    const layered = l.check(key.key, acct, scope);
+    return mapMaybe(both(before, layered), ([base, lay]): MaybePromise<GateResult> => {
+      const refused = firstRefusal(base);
+      if (refused !== undefined) return refuse(withLayer(refused, 'client'));
+      if (lay.refused !== undefined && !dry) return refuse(lay.refused);
+      if (outcome === 'ok')
+        return mapMaybe(
+          both(
+            own.limiter.recordSuccess(own.subject, scope),
+            l.success(key.key, acct, scope, lay.pairFailures),
+          ),
+          ([after, pair]) => {
+            if (!after.allowed) return refuse(withLayer(after, 'client'));
+            if (pair !== undefined && !dry) return refuse(pair);
+            return { ok: true, decision: after };
+          },
+        );
+      return mapMaybe(
+        both(
+          eachMaybe(checks, (c) => c.limiter.recordFailure(c.subject, scope)),
+          l.failure(key.key, acct, scope),
+        ),
+        ([after, raced]): GateResult => {
+          const lost = after.filter(refusedUncounted);
+          if (lost.length > 0) return refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
+          if (raced !== undefined && !dry) return refuse(raced);
+          return {
+            ok: false,
+            reason: 'invalid',
+            decision: after[0] as Decision,
+            answer: invalid,
+            error: invalidError,
+          };
+        },
+      );
+    });
+  }
+
+  /** The sequence without layers: one limiter, or a loopback browser's budgets. */
+  function plain(
+    checks: readonly BudgetCheck[],
+    outcome: 'ok' | 'invalid',
+    scope: string,
+  ): MaybePromise<GateResult> {
+    const first = checks[0] as BudgetCheck;
+    return checks.length === 1
+      ? decideOne(first.limiter, first.subject, outcome, scope)
+      : decideAll(checks, outcome, scope);
+  }
+
+  /** A loopback-exempt client's failure is answered late (loopbackPenalty); its success resets. */
+  function penalized(result: MaybePromise<GateResult>, found: 'ok' | 'invalid') {
+    if (penalty === undefined) return result;
+    const p = penalty;
+    return mapMaybe(result, (r): MaybePromise<GateResult> => {
+      const d = r.decision;
+      if (d === undefined || d.reason !== 'exempt') return r;
+      if (found === 'ok') {
+        p.success(d.key);
+        return r;
+      }
+      return p.delay(r, p.failure(d.key));
+    });
+  }
+
   function decide(
     raw: RawRequest,
     outcome: AuthOutcome,
     scopeOverride?: string,
+    accountOf?: unknown,
   ): MaybePromise<GateResult> {
     const found = checkOutcome(outcome);
     if (found === 'missing')
@@ -389,27 +543,40 @@ export function createAuthGate<Req>(
       };
     const scope = scopeOverride ?? gateScope;
     const client = resolve(raw);
-    if (client.origin === undefined)
-      return decideOne(
-        limiter,
-        authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
-        found,
-        scope,
-      );
+    const acct = accountLayers ? accountKey(accountOf) : undefined;
+    const layered = layers !== undefined && (acct !== undefined || scopeLayer);
+    if (client.origin === undefined) {
+      const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+      const result = layered
+        ? decideLayered([{ limiter, subject }], found, scope, acct)
+        : decideOne(limiter, subject, found, scope);
+      return subject.exempt ? penalized(result, found) : result;
+    }
     if (o.browserLimiter === undefined) followMain();
     const checks = browser.checks(client);
-    return checks.length === 1
-      ? decideOne(browserLimiter, (checks[0] as BudgetCheck).subject, found, scope)
-      : decideAll(checks, found, scope);
+    return layered ? decideLayered(checks, found, scope, acct) : plain(checks, found, scope);
   }
 
   return {
     run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
       const fn = required(verify, 'verify', 'a function', where);
-      const outcome = fn(req);
-      return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
+      if (account === undefined) {
+        const outcome = fn(req);
+        return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
+      }
+      // The account is read before the credential is compared (the function may look at the
+      // request's body, which verify may consume).
+      const withAccount = (acct: unknown): MaybePromise<GateResult> => {
+        const outcome = fn(req);
+        return isPromise(outcome)
+          ? outcome.then((v) => decide(raw, v, undefined, acct))
+          : decide(raw, outcome, undefined, acct);
+      };
+      const acct = account(req);
+      return isPromise(acct) ? acct.then(withAccount) : withAccount(acct);
     },
     decide,
+    layers: layers?.limiters ?? [],
     limiter,
     browserLimiter,
     reconfigure(partial: FailureLimiterReconfig): void {
@@ -419,6 +586,8 @@ export function createAuthGate<Req>(
       return closeAll([
         ...(o.limiter === undefined ? [limiter] : []),
         ...(o.browserLimiter === undefined ? [browserLimiter] : []),
+        ...(layers === undefined ? [] : [layers]),
+        ...(penalty === undefined ? [] : [penalty]),
       ]);
     },
   };

@@ -50,7 +50,7 @@ const siblings = new WeakMap<Store, Map<string, MemoryStore>>();
  * the same state in it (browser lockouts belong to the main limiter's store, not to a gate); for any
  * other store (Redis, unbounded), `store` itself, where names keep the keys apart.
  */
-function siblingOf(store: Store, role: string): Store {
+export function siblingOf(store: Store, role: string): Store {
   if (!(store instanceof MemoryStore)) return store;
   let byRole = siblings.get(store);
   if (byRole === undefined) {

@@ -12,10 +12,12 @@ export { PortcullisConfigError } from './errors.js';
 export { channels, type Logger, type PortcullisEvent, type StoreCallEvent } from './events.js';
 export type {
   Algorithm,
+  EscalateRule,
   FailureDecision,
   FailureRule,
   Store,
   StoreLockout,
+  TrustRule,
   WindowRule,
 } from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
@@ -24,7 +26,9 @@ export {
   type FailureLimiter,
   type FailureLimiterOptions,
   type FailureLimiterReconfig,
+  type AuthLayer,
   type BanOptions,
+  type EscalateOptions,
   type LockoutInfo,
   type LockoutsOptions,
   type Subject,
@@ -63,4 +67,14 @@ export {
 export { type HeaderMode, type RateLimitHeaderOptions, rateLimitHeaders } from './headers.js';
 export { presets } from './presets.js';
 export type { AuthOutcome } from './http/auth-gate.js';
+export type {
+  AccountLimitOptions,
+  AccountLimitsOptions,
+  AuthLayerOptions,
+  LockoutEvent,
+  LoopbackPenaltyOptions,
+  PairLimitOptions,
+  ScopeBudgetOptions,
+  SprayLimitOptions,
+} from './http/auth-layers.js';
 export type { WarningCode, Warnings } from './warnings.js';

@@ -17,7 +17,7 @@ const raw = (ip: string, headers: Record<string, string> = {}): RawRequest => ({
 
 interface Login {
   user?: unknown;
-  password?: string;
+  password?: string | undefined;
 }
 
 /** A gate over a manual clock; `verify` accepts the password `right`. */

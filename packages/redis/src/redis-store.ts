@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type Clock,
   channels,
@@ -12,6 +13,7 @@ import {
   systemClock,
   type TimerHandle,
   type Timers,
+  type TrustRule,
   type WindowRule,
 } from '@portcullis/core';
 import {
@@ -37,6 +39,7 @@ import {
 import {
   failureReplyValid,
   isDelReply,
+  isTrustedReply,
   isMembersReply,
   isNoScript,
   isPong,
@@ -65,6 +68,7 @@ import {
   slotIndexKey,
 } from './lockout-index.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
+import { TRUST_SCRIPT, TRUST_SCRIPT_SHA, trustKeys } from './trust-script.js';
 import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
 import { keySlot } from './slots.js';
 
@@ -102,6 +106,38 @@ const SPENT_AT: unique symbol = Symbol('portcullis.spentAt');
 
 /** A decision that may carry {@link SPENT_AT}. */
 type Spent = Decision & { readonly [SPENT_AT]?: number };
+
+/**
+ * A failure rule's lockout as the script reads it (ARGV[4]): `lockoutMs`, or
+ * `lockoutMs,factor,maxLockoutMs` for a rule that escalates (a plain rule costs nothing more).
+ */
+function lockoutArg(rule: FailureRule): string {
+  const e = rule.escalate;
+  return e === undefined
+    ? String(rule.lockoutMs)
+    : `${rule.lockoutMs},${e.factor},${e.maxLockoutMs}`;
+}
+
+/** A lone surrogate: a string that UTF-8 (what Redis receives) cannot carry as it is. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A distinct log's member as sent to the script, one-to-one with the caller's: Redis compares
+ * UTF-8 bytes, where every lone surrogate becomes U+FFFD, so such a member (and one that starts
+ * like an escaped one, U+0001 or U+0002) goes as U+0001 and the hex of its UTF-16 code units. A
+ * member past the 256 characters the contract allows goes as U+0002 and its SHA-256, so it stays
+ * distinct without growing the log. The empty member stays empty: it is what a plain recorded
+ * failure counts as in a distinct log, in memory as in Redis.
+ */
+function memberArg(member: string): string {
+  if (member.length > 256)
+    return `\u0002${createHash('sha256').update(member, 'utf16le').digest('hex')}`;
+  const first = member.charCodeAt(0);
+  if (first !== 1 && first !== 2 && !LONE_SURROGATE.test(member)) return member;
+  let hex = '\u0001';
+  for (let i = 0; i < member.length; i++) hex += member.charCodeAt(i).toString(16).padStart(4, '0');
+  return hex;
+}
 
 /**
  * A {@link Store} in Redis: every decision is one atomic Lua script (`EVALSHA`, re-sent with
@@ -504,7 +540,7 @@ export class RedisStore implements Store {
       'b',
       String(rule.maxAttempts),
       String(rule.windowMs),
-      String(rule.lockoutMs),
+      lockoutArg(rule),
       String(ms),
     );
     return this.#script(args, (r) => failureReplyValid(r, rule, 'b')).then(
@@ -607,7 +643,7 @@ export class RedisStore implements Store {
               'k',
               String(rule.maxAttempts),
               String(rule.windowMs),
-              String(rule.lockoutMs),
+              lockoutArg(rule),
             );
             return this.#script(args, (r) => failureReplyValid(r, rule, 'k'));
           }),
@@ -649,6 +685,112 @@ export class RedisStore implements Store {
    */
   recordSuccess(key: string, rule: FailureRule): Promise<Decision> {
     return this.#failure(key, rule, 's');
+  }
+
+  /**
+   * Counts a failure of `key` against `member`, where only distinct members count (see
+   * `Store.recordDistinct`), in one script call: the key is a failure key like any other (checked,
+   * listed, banned, reset, answered locally, written back and made durable alike; the fallback
+   * store counts during an outage). The log holds at most `maxAttempts` members; a member that
+   * UTF-8 cannot carry, or one past 256 characters, is sent in a one-to-one form (see script.ts).
+   */
+  recordDistinct(key: string, member: string, rule: FailureRule): Promise<FailureDecision> {
+    return this.#failure(key, rule, 'd', member);
+  }
+
+  /**
+   * `member` authenticated for `group` of trust table `table` (see `Store.trust`): one script
+   * call on the table's keys (one hash slot, `{<prefix><table>}:…`), bounded and evicted exactly
+   * as the memory store's table. Never rejects: a Redis failure is a store error like any other
+   * (logged once per outage, then outage mode); under `fallback` the fallback store keeps the
+   * trust, under `open` and `closed` it is not kept. A failed trust write never fails a login.
+   */
+  trust(table: string, group: string, member: string, rule: TrustRule): Promise<void> {
+    if (!this.#outage.available()) {
+      this.#trustFallback(table, group, member, rule, undefined);
+      return Promise.resolve();
+    }
+    const args = [
+      'EVALSHA',
+      TRUST_SCRIPT_SHA,
+      '5',
+      ...trustKeys(this.#prefix, table),
+      'a',
+      String(rule.trustMs),
+      this.#scriptClock === undefined ? '' : String(this.#scriptClock.now()),
+      String(rule.maxTrusted),
+      group,
+      member,
+    ];
+    return this.#run(args, (r): r is 1 => r === 1, undefined, TRUST_SCRIPT).then(
+      () => {
+        if (this.#outage.down) this.#outage.up();
+      },
+      (error: unknown) => this.#trustFallback(table, group, member, rule, error),
+    );
+  }
+
+  /**
+   * For each of `groups`, whether `member` holds a live trust of it in `table` (see
+   * `Store.trusted`): one script call. While Redis fails: under `fallback` the fallback store
+   * answers (it holds the trusts written during the outage), under `open` every group is trusted
+   * (open lets through), under `closed` none is. Never rejects.
+   */
+  trusted(
+    table: string,
+    member: string,
+    groups: readonly string[],
+    rule: TrustRule,
+  ): Promise<boolean[]> {
+    if (groups.length === 0) return Promise.resolve([]);
+    if (!this.#outage.available())
+      return Promise.resolve(this.#trustedFallback(table, member, groups, rule, undefined));
+    const args = [
+      'EVALSHA',
+      TRUST_SCRIPT_SHA,
+      '5',
+      ...trustKeys(this.#prefix, table),
+      'q',
+      String(rule.trustMs),
+      this.#scriptClock === undefined ? '' : String(this.#scriptClock.now()),
+      member,
+      ...groups,
+    ];
+    return this.#run(
+      args,
+      (r): r is (0 | 1)[] => isTrustedReply(r, groups.length),
+      undefined,
+      TRUST_SCRIPT,
+    ).then(
+      (reply) => {
+        if (this.#outage.down) this.#outage.up();
+        return reply.map((one) => one === 1);
+      },
+      (error: unknown) => this.#trustedFallback(table, member, groups, rule, error),
+    );
+  }
+
+  #trustFallback(
+    table: string,
+    group: string,
+    member: string,
+    rule: TrustRule,
+    error: unknown,
+  ): void {
+    if (error !== undefined) this.#outage.fail(error);
+    if (this.#policy === 'fallback') this.#local.trust(table, group, member, rule);
+  }
+
+  #trustedFallback(
+    table: string,
+    member: string,
+    groups: readonly string[],
+    rule: TrustRule,
+    error: unknown,
+  ): boolean[] {
+    if (error !== undefined) this.#outage.fail(error);
+    if (this.#policy === 'fallback') return this.#local.trusted(table, member, groups, rule);
+    return groups.map(() => this.#policy === 'open');
   }
 
   /**
@@ -752,7 +894,7 @@ export class RedisStore implements Store {
     const numbers =
       'algorithm' in after
         ? [String(after.limit), String(after.windowMs), String(before.windowMs)]
-        : [String(after.maxAttempts), String(after.windowMs), String(after.lockoutMs)];
+        : [String(after.maxAttempts), String(after.windowMs), lockoutArg(after)];
     const [a, b, c] = numbers as [string, string, string];
     await eachScanPage(this.#scan(this.#prefix + prefix), this.#prefix, (keys) =>
       Promise.all(
@@ -793,9 +935,14 @@ export class RedisStore implements Store {
     if (stop !== undefined) this.#stopSubscription(stop);
   }
 
-  #failure(key: string, rule: FailureRule, op: 'k' | 'r' | 's'): Promise<FailureDecision> {
+  #failure(
+    key: string,
+    rule: FailureRule,
+    op: 'k' | 'r' | 'd' | 's',
+    member?: string,
+  ): Promise<FailureDecision> {
     if (!this.#outage.available())
-      return Promise.resolve(this.#failureFallback(key, rule, op, undefined));
+      return Promise.resolve(this.#failureFallback(key, rule, op, undefined, member));
     const from = this.#clock.now();
     // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
     // nothing, so every operation gets the same answer Redis would give.
@@ -810,7 +957,8 @@ export class RedisStore implements Store {
       sent,
       String(rule.maxAttempts),
       String(rule.windowMs),
-      String(rule.lockoutMs),
+      lockoutArg(rule),
+      sent === 'd' ? memberArg(member as string) : undefined,
     );
     return this.#script(args, (r) => failureReplyValid(r, rule, sent)).then(
       (reply) => {
@@ -822,9 +970,9 @@ export class RedisStore implements Store {
           if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
           else deny.delete(key);
         }
-        // A lockout this call wrote (started, or by a lowered maxAttempts) goes into the index,
-        // and with `durability` the decision waits for a replica to have it.
-        if (reply[0] === 0 && (reply[4] === 1 || reply[2] === rule.lockoutMs)) {
+        // A lockout this call wrote (started, or by a lowered maxAttempts: 4) goes into the
+        // index, and with `durability` the decision waits for a replica to have it.
+        if (reply[0] === 0 && (reply[4] === 1 || reply[4] === 4 || reply[2] === rule.lockoutMs)) {
           void this.#index(key, reply[2], false);
           const durability = this.#durability;
           if (durability !== undefined)
@@ -832,7 +980,7 @@ export class RedisStore implements Store {
         }
         return d;
       },
-      (error: unknown) => this.#failureFallback(key, rule, op, error),
+      (error: unknown) => this.#failureFallback(key, rule, op, error, member),
     );
   }
 
@@ -845,7 +993,7 @@ export class RedisStore implements Store {
     reply: ScriptReply,
     rule: FailureRule,
     key: string,
-    op: 'k' | 'r' | 's',
+    op: 'k' | 'r' | 'd' | 's',
     current: boolean,
   ): FailureDecision {
     const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
@@ -970,7 +1118,7 @@ export class RedisStore implements Store {
       written.delete(k);
     }
     written.set(key, now);
-    const args = this.#args(key, 'w', String(left), String(rule.windowMs), String(rule.lockoutMs));
+    const args = this.#args(key, 'w', String(left), String(rule.windowMs), lockoutArg(rule));
     this.#script(args, (r) => failureReplyValid(r, rule, 'w')).then(
       (reply) => {
         void this.#index(key, reply[2], reply[4] === 3);
@@ -1041,11 +1189,15 @@ export class RedisStore implements Store {
     return this.#run(args, valid, this.#barrier);
   }
 
-  /** {@link RedisStore.#script}, sent once `after` (a re-stamp walk, bounded) has settled. */
+  /**
+   * {@link RedisStore.#script}, sent once `after` (a re-stamp walk, bounded) has settled; `script`
+   * is the source whose SHA1 `args[1]` names.
+   */
   #run<T>(
     args: string[],
     valid: (reply: unknown) => reply is T,
     after: Promise<void> | undefined,
+    script = SCRIPT,
   ): Promise<T> {
     const redisKey = args[3];
     const send = (expired: () => boolean) =>
@@ -1053,7 +1205,7 @@ export class RedisStore implements Store {
         if (!isNoScript(error) || expired()) throw error;
         const again = args.slice();
         again[0] = 'EVAL';
-        again[1] = SCRIPT;
+        again[1] = script;
         return this.#call(again, redisKey);
       });
     return this.#deadline(
@@ -1224,8 +1376,9 @@ export class RedisStore implements Store {
   #failureFallback(
     key: string,
     rule: FailureRule,
-    op: 'k' | 'r' | 's',
+    op: 'k' | 'r' | 'd' | 's',
     error: unknown,
+    member?: string,
   ): FailureDecision {
     if (error !== undefined) this.#outage.fail(error);
     const now = this.#clock.now();
@@ -1238,9 +1391,11 @@ export class RedisStore implements Store {
       const local =
         op === 'r'
           ? this.#local.recordFailure(key, rule)
-          : op === 'k'
-            ? this.#local.checkFailures(key, rule)
-            : this.#local.recordSuccess(key, rule);
+          : op === 'd'
+            ? this.#local.recordDistinct(key, member as string, rule)
+            : op === 'k'
+              ? this.#local.checkFailures(key, rule)
+              : this.#local.recordSuccess(key, rule);
       // A lockout started during the outage: remember it, and write it back when Redis returns.
       if ((local as FailureDecision).lockoutStarted)
         this.#seen.remember(key, now + local.retryAfterMs, rule, true, now);

@@ -87,15 +87,25 @@ export function windowReplyValid(
   return rule.algorithm !== 'fixed-window' || retry === reset;
 }
 
-/** A failure operation of the script: check, record a failure, record a success, write back. */
-export type FailureOp = 'k' | 'r' | 's' | 'w' | 'b';
+/**
+ * A failure operation of the script: check, record a failure, record a distinct failure, record a
+ * success, write back, ban.
+ */
+export type FailureOp = 'k' | 'r' | 'd' | 's' | 'w' | 'b';
+
+/** The longest earned lockout of `rule`: `lockoutMs`, or an escalated one up to `maxLockoutMs`. */
+export function longestLockout(rule: FailureRule): number {
+  const e = rule.escalate;
+  return e === undefined ? rule.lockoutMs : Math.max(rule.lockoutMs, e.maxLockoutMs);
+}
 
 /**
  * Whether `reply` is a well-formed answer to a failure operation: integers; a lockout refuses with
  * remaining 0 and retryAfterMs = resetMs within [1, lockoutMs] (exactly lockoutMs when this call
- * started it, which only a recorded failure can); an open answer waits 0, keeps at least one
- * attempt, and resets within windowMs (0 exactly when nothing is counted); a success clears all;
- * a write-back always answers the lockout in force.
+ * started it, which only a recorded failure can; an escalating rule's within [1, its longest
+ * lockout], at least lockoutMs when this call or this read started it); an open answer waits 0,
+ * keeps at least one attempt, and resets within windowMs (0 exactly when nothing is counted); a
+ * success clears all; a write-back always answers the lockout in force.
  */
 export function failureReplyValid(
   reply: unknown,
@@ -113,20 +123,24 @@ export function failureReplyValid(
     );
   // A ban call answers the lockout in force, ban or not.
   if (op === 'b') return allowed === 0 && started === 0 && failureReplyValid(reply, rule, 'k');
-  if (started !== 0 && (started !== 1 || op !== 'r')) return false;
+  const recorded = op === 'r' || op === 'd';
+  // 4: a lockout this read started (a lowered maxAttempts), on any call but a write-back.
+  if (started !== 0 && (started !== 1 || !recorded) && (started !== 4 || op === 'w')) return false;
   if (allowed === 0) {
+    const longest = longestLockout(rule);
     return (
       remaining === 0 &&
       retry >= 1 &&
-      retry <= rule.lockoutMs &&
+      retry <= longest &&
       reset === retry &&
-      (started === 0 || retry === rule.lockoutMs)
+      (started === 0 ||
+        (rule.escalate === undefined ? retry === rule.lockoutMs : retry >= rule.lockoutMs))
     );
   }
   if (allowed !== 1 || op === 'w' || retry !== 0 || started !== 0) return false;
   if (op === 's') return remaining === rule.maxAttempts && reset === 0;
   if (remaining < 1 || remaining > rule.maxAttempts) return false;
-  if (op === 'r' && remaining === rule.maxAttempts) return false;
+  if (recorded && remaining === rule.maxAttempts) return false;
   return remaining === rule.maxAttempts ? reset === 0 : reset >= 1 && reset <= rule.windowMs;
 }
 
@@ -166,5 +180,9 @@ export function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
     reply[1].every((k) => typeof k === 'string' || k instanceof Uint8Array)
   );
 }
+
+/** A trust query answers one 0 or 1 per group asked about. */
+export const isTrustedReply = (reply: unknown, groups: number): reply is (0 | 1)[] =>
+  Array.isArray(reply) && reply.length === groups && reply.every((one) => one === 0 || one === 1);
 
 export const isRestampReply = (reply: unknown): reply is 0 | 1 => reply === 0 || reply === 1;

@@ -14,18 +14,21 @@ import { createHash } from 'node:crypto';
  *          record a failure, `s` record a success, `w` write back a lockout the fallback started
  *          during an outage; `x` followed by an algorithm or `l` (failures) re-stamps a key under
  *          a reconfigured rule (`xl` sends the old windowMs as ARGV[5], so its time is ARGV[6]);
- *          `b` bans a key by hand for ARGV[5] ms (its time is ARGV[6]); `i` lists a lockout in the
- *          lockout index KEYS[1] (ARGV[2] member, ARGV[3] ms left, ARGV[4] the member to drop).
+ *          `b` bans a key by hand for ARGV[5] ms (its time is ARGV[6]); `d` records a failure
+ *          against the member ARGV[5] of a distinct log (its time is ARGV[6]); `i` lists a lockout
+ *          in the lockout index KEYS[1] (ARGV[2] member, ARGV[3] ms left, ARGV[4] the member to drop).
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
  *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
  *          clock, as its consume replied), so its time argument is ARGV[6].
- * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs.
+ * failures ARGV[2] maxAttempts (`w`: the lockout's remaining ms), ARGV[3] windowMs, ARGV[4] lockoutMs,
+ *          or `lockoutMs,factor,maxLockoutMs` for a rule that escalates (a plain rule's number alone,
+ *          so the common call parses nothing more).
  * ARGV[5]  (a refund's ARGV[6]) absent: read the Redis server clock (`TIME`), the normal case;
  *          else now in ms (tests). A check (`k`) or success (`s`) on an absent key answers a clean
  *          slate from its `GET` alone, before the clock is read.
  *
  * Clock steps: state stamped in the future (a window start, a bucket's last refill, a failure
- * time, a lockout end beyond now + lockoutMs) is clamped to now, exactly as the core algorithms'
+ * time, a lockout end beyond now + its length, an escalation's last end) is clamped to now, exactly as the core algorithms'
  * `*Clamp` functions do, and written back even by a peek or a check, as `MemoryStore` keeps it.
  *
  * Stored value: one binary string per key, packed with Redis Lua's `struct` library as a kind byte
@@ -36,9 +39,17 @@ import { createHash } from 'node:crypto';
  *   `S` expiresAt start prev curr              sliding window, 33 bytes
  *   `T` expiresAt scaled last                  token bucket (tokens × windowMs), 25 bytes
  *   `L` expiresAt lockedUntil t1 … tn          failure log (n < maxAttempts) or lockout, 17 + 8n bytes
+ *   `L` expiresAt lockedUntil banMs            a ban, 25 bytes
+ *   `E` expiresAt lockedUntil banMs step lastEnd n t1 … tn [m1 … mn]
+ *                                              failure state that escalates (step, lastEnd ≠ 0) or
+ *                                              names members (op d; each `>H` length + bytes),
+ *                                              49 + 8n bytes (+ members). Anything else stays `L`,
+ *                                              so values written before `E` existed read as they did.
  *
  * Reply: `{ allowed (0|1), remaining, retryAfterMs, resetMs, lockoutStarted (0|1) }` (a window
- * call refused because its key holds failure state says 2 in the fifth field), and for a
+ * call refused because its key holds failure state says 2 in the fifth field; a failure call
+ * answers a ban with 3 there, and a lockout that reading the key started, under a lowered
+ * maxAttempts, with 4), and for a
  * consume that spent, a sixth field: the script's now, when the units were spent (a refund of them
  * names it, so it reaches only a window that had started by then, however late the reply came). A `w`
  * replies the lockout now in force (the longer of Redis' own and the one written back). A refund
@@ -51,7 +62,7 @@ local key = KEYS[1]
 local code = ARGV[1]
 local refund = code == 'gf' or code == 'gs' or code == 'gt'
 local at = 5
-if refund or code == 'xl' or code == 'b' then at = 6 end
+if refund or code == 'xl' or code == 'b' or code == 'd' then at = 6 end
 local clocked = ARGV[at] ~= nil
 -- A failure check or success on an absent key (every clean client's login) is answered from the
 -- GET alone: nothing is stored, nothing to compare with the clock, so no TIME is read.
@@ -99,7 +110,7 @@ if code == 'cf' or code == 'pf' then
       -- A dead value is forgotten, as MemoryStore forgets it: a clock stepping back must not
       -- bring it back to life.
       if not live then redis.call('DEL', key) end
-    elseif string.sub(raw, 1, 1) == 'L' and #raw >= 17 and struct.unpack('>d', raw, 2) > now then
+    elseif (string.sub(raw, 1, 1) == 'L' or string.sub(raw, 1, 1) == 'E') and #raw >= 17 and struct.unpack('>d', raw, 2) > now then
       -- Failure state under this key (a failure limiter sharing the store and the name): a window
       -- call never erases it, its key may be the client's to choose. Refused until it ends.
       local left = struct.unpack('>d', raw, 2) - now
@@ -146,14 +157,26 @@ end
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local spack, sunpack = struct.pack, struct.unpack
 
+-- A failure rule's lockout (ARGV[4]): 'lockoutMs', or 'lockoutMs,factor,maxLockoutMs' when the
+-- rule escalates (a plain rule's call parses nothing more than it always did).
+local function lockoutRule(arg)
+  local ms = tonumber(arg)
+  if ms then return ms end
+  local a, b, c = string.match(arg, '^([^,]+),([^,]+),([^,]+)$')
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+
 -- The stored value when it is of this kind and still live (now < expiresAt), else nil. A value of
 -- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way, except
 -- live failure state met by a window call, which stays: then nil and the time it has left.
 local function load(kind, size, fetched)
   local raw = fetched or redis.call('GET', key)
   if not raw then return nil end
-  if string.sub(raw, 1, 1) ~= kind or (size and #raw ~= size) then
-    if kind ~= 'L' and string.sub(raw, 1, 1) == 'L' and #raw >= 17 and sunpack('>d', raw, 2) > now then
+  -- Failure state is 'L' (plain) or 'E' (escalating, or a distinct log).
+  local stored = string.sub(raw, 1, 1)
+  if stored == 'E' then stored = 'L' end
+  if stored ~= kind or (size and #raw ~= size) then
+    if kind ~= 'L' and stored == 'L' and #raw >= 17 and sunpack('>d', raw, 2) > now then
       return nil, sunpack('>d', raw, 2) - now
     end
     redis.call('DEL', key)
@@ -222,32 +245,67 @@ if code == 'xf' or code == 'xs' or code == 'xt' then
 end
 
 if code == 'xl' then
-  -- Re-stamps failure state under a reconfigured rule: ARGV[3] windowMs of the new rule, ARGV[5]
-  -- the old one. A lockout keeps its end; failures that had expired under the old window are
-  -- forgotten (a wider window counts none of them again); the log expires by the new window.
+  -- Re-stamps failure state under a reconfigured rule (MemoryStore.restamp): ARGV[3] windowMs and
+  -- ARGV[4] lockout of the new rule, ARGV[5] the old windowMs. A lockout keeps its end; failures
+  -- that had expired under the old window are forgotten (a wider window counts none of them
+  -- again); the log expires by the new rule (its window, and its escalation memory).
   local w, old = tonumber(ARGV[3]), tonumber(ARGV[5])
+  local _, factor, maxLockoutMs = lockoutRule(ARGV[4])
   local raw = redis.call('GET', key)
-  if not raw or string.sub(raw, 1, 1) ~= 'L' or #raw < 17 then return 0 end
-  local n = (#raw - 17) / 8
+  if not raw then return 0 end
+  local kind = string.sub(raw, 1, 1)
+  local _, n, at, exp, locked, step, lastEnd
+  if kind == 'L' and #raw >= 17 then
+    n, at, step, lastEnd = (#raw - 17) / 8, 18, 0, 0
+    _, exp, locked = sunpack('>c1dd', raw)
+  elseif kind == 'E' and #raw >= 49 then
+    _, exp, locked, _, step, lastEnd, n = sunpack('>c1dddddd', raw)
+    at = 50
+    if #raw < 49 + 8 * n then return 0 end
+  else
+    return 0
+  end
   if n ~= floor(n) then return 0 end
-  local _, exp, locked = sunpack('>c1dd', raw)
   if now >= exp then
     redis.call('DEL', key)
     return 1
   end
   if locked ~= 0 then return 0 end
-  local log = {}
+  local members
+  if kind == 'E' and #raw > 49 + 8 * n then
+    members = {}
+    local pos = 50 + 8 * n
+    for i = 1, n do
+      local len = sunpack('>H', raw, pos)
+      members[i] = string.sub(raw, pos + 2, pos + 1 + len)
+      pos = pos + 2 + len
+    end
+  end
+  local log, kept = {}, {}
   for i = 0, n - 1 do
-    local t = sunpack('>d', raw, 18 + 8 * i)
-    if t + old > now then log[#log + 1] = t end
+    local t = sunpack('>d', raw, at + 8 * i)
+    if t + old > now then
+      log[#log + 1] = t
+      if members then kept[#kept + 1] = members[i + 1] end
+    end
   end
   if #log == 0 then
     redis.call('DEL', key)
     return 1
   end
-  local parts = { spack('>c1dd', 'L', log[#log] + w, 0) }
-  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
-  save(table.concat(parts), log[#log] + w)
+  local exp2 = log[#log] + w
+  if factor and lastEnd > 0 then exp2 = max(exp2, lastEnd + maxLockoutMs) end
+  local parts
+  if kind == 'L' then
+    parts = { spack('>c1dd', 'L', exp2, 0) }
+  else
+    parts = { spack('>c1dddddd', 'E', exp2, 0, 0, step, lastEnd, #log) }
+  end
+  for i = 1, #log do parts[#parts + 1] = spack('>d', log[i]) end
+  if members then
+    for i = 1, #kept do parts[#parts + 1] = spack('>H', #kept[i]) .. kept[i] end
+  end
+  save(table.concat(parts), exp2)
   return 1
 end
 
@@ -468,10 +526,10 @@ if code == 'cs' or code == 'ps' or code == 'ct' or code == 'pt' then
   return { 1, floor(scaled / w), 0, untilFull, 0, now }
 end
 
--- failure log
+-- failure log (core's algorithms/failure-log.ts, line for line)
 local maxAttempts = tonumber(ARGV[2])
 local w = tonumber(ARGV[3])
-local lockoutMs = tonumber(ARGV[4])
+local lockoutMs, factor, maxLockoutMs = lockoutRule(ARGV[4])
 local raw = load('L', nil, early)
 local lockedUntil = 0
 -- The lockout end as stored: a reply that ends the lockout sooner says so (a sixth field, 1), and
@@ -479,104 +537,262 @@ local lockedUntil = 0
 local storedUntil = 0
 -- The length of a ban in force (set by hand, op b), kept after its end time; 0 for a lockout.
 local banMs = 0
+-- Escalation (core's FailureState.step and lastEnd): the step of the current or last earned
+-- lockout, and when the last one ended (0: none remembered).
+local step, lastEnd = 0, 0
 local log = {}
--- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most
--- lockoutMs from now (a ban at most its own length), a failure logged after now counts as now.
+-- A distinct log (op d): the member of each failure in log, side by side; nil for a plain log.
+local members
+-- When the stored value expires (MemoryStore's expiresAt): rewritten exactly when MemoryStore
+-- rewrites it, so that both forget a key at the same instant.
+local expAt = 0
+-- State stamped in the future (the clock stepped back) is clamped: a lockout ends at most its own
+-- length from now (a ban its ban length, an earned one lockoutMs at its escalation step), a
+-- failure logged after now counts as now, an end remembered for escalation is now at the latest.
 local clamped = false
--- Expired failures dropped on the way: the shorter log is written back, as MemoryStore keeps it.
-local dropped = false
 if raw then
-  local n = (#raw - 17) / 8
-  if n ~= floor(n) or n < 0 then
-    redis.call('DEL', key)
-  else
-    local _, exp, locked = sunpack('>c1dd', raw)
-    if now < exp then
-      lockedUntil = locked
-      storedUntil = locked
+  local ok, n, at = false, 0, 18
+  if string.sub(raw, 1, 1) == 'L' then
+    n = (#raw - 17) / 8
+    if n == floor(n) then
+      local _
+      _, expAt, lockedUntil = sunpack('>c1dd', raw)
+      ok = true
       if lockedUntil ~= 0 then
         if n >= 1 then banMs = sunpack('>d', raw, 18) end
-        local bound = lockoutMs
-        if banMs > 0 then bound = banMs end
-        if lockedUntil > now + bound then lockedUntil, clamped = now + bound, true end
-        if now >= lockedUntil then lockedUntil, banMs = 0, 0 end
-      else
-        -- A failure exactly windowMs old has expired. (One unpack per time: no stack limit on n.)
-        for i = 0, n - 1 do
-          local t = sunpack('>d', raw, 18 + 8 * i)
-          if t > now then t, clamped = now, true end
-          if t + w > now then log[#log + 1] = t else dropped = true end
-        end
+        n = 0
       end
+    end
+  elseif #raw >= 49 then
+    local _
+    _, expAt, lockedUntil, banMs, step, lastEnd, n = sunpack('>c1dddddd', raw)
+    at = 50
+    ok = n >= 0 and n == floor(n) and #raw >= 49 + 8 * n
+  end
+  if not ok then
+    redis.call('DEL', key)
+    raw, lockedUntil, banMs, step, lastEnd, n = nil, 0, 0, 0, 0, 0
+  end
+  storedUntil = lockedUntil
+  -- (One unpack per time: no stack limit on n.)
+  for i = 0, n - 1 do log[i + 1] = sunpack('>d', raw, at + 8 * i) end
+  if raw and #raw > 49 + 8 * n and string.sub(raw, 1, 1) == 'E' then
+    members = {}
+    local pos = 50 + 8 * n
+    for i = 1, n do
+      local len = sunpack('>H', raw, pos)
+      members[i] = string.sub(raw, pos + 2, pos + 1 + len)
+      pos = pos + 2 + len
     end
   end
 end
 
-if raw and lockedUntil == 0 and #log == 0 then
-  -- Nothing left (the lockout is over, every failure has expired): forgotten, as in MemoryStore.
-  redis.call('DEL', key)
+-- core's lockoutLength: an earned lockout's length at escalation step s.
+local function length(s)
+  if not factor or s == 0 then return lockoutMs end
+  return max(lockoutMs, min(lockoutMs * factor ^ s, maxLockoutMs))
+end
+-- Whether an ended lockout is still remembered for escalation.
+local function remembered()
+  return factor ~= nil and lastEnd > 0 and now < lastEnd + maxLockoutMs
+end
+-- core's failureExpiresAt: when the state becomes worthless.
+local function expiry()
+  if lockedUntil ~= 0 then
+    if not factor then return lockedUntil end
+    local after = lastEnd
+    if banMs == 0 then after = lockedUntil end
+    if after > 0 then return max(lockedUntil, after + maxLockoutMs) end
+    return lockedUntil
+  end
+  local at = 0
+  if #log > 0 then at = log[#log] + w end
+  if factor and lastEnd > 0 then at = max(at, lastEnd + maxLockoutMs) end
+  return at
+end
+local function clearLog()
+  log = {}
+  if members then members = {} end
+end
+-- core's startLockout: an earned lockout from now, at the step the key's history gives.
+local function startLockout()
+  clearLog()
+  if remembered() then step = step + 1 else step = 0 end
+  lockedUntil = now + length(step)
+  banMs = 0
 end
 
--- Only after maxAttempts was lowered (a limiter reconfigured) can a live log hold that many
--- failures: the subject is over the new limit and locked from this call on (core's failureRoll).
-if code ~= 'w' and lockedUntil == 0 and #log > 0 and #log >= maxAttempts then
-  lockedUntil, clamped, log = now + lockoutMs, true, {}
+-- Whether the state changed (MemoryStore then rewrites expiresAt), and whether it went.
+local changed, gone = false, false
+-- A lockout the roll started (a lowered maxAttempts): the reply says so (4), to list it.
+local rolled = false
+if raw then
+  -- core's failureClamp
+  local bound = banMs
+  if bound == 0 then bound = length(step) end
+  if lockedUntil ~= 0 and lockedUntil > now + bound then lockedUntil, clamped = now + bound, true end
+  for i = #log, 1, -1 do
+    if log[i] <= now then break end
+    log[i], clamped = now, true
+  end
+  if lastEnd > now then lastEnd, clamped = now, true end
+  changed = clamped
+  -- core's failureRoll
+  if lockedUntil ~= 0 then
+    if now >= lockedUntil then
+      -- Over. An earned lockout's end is remembered for escalation (a ban's is not).
+      if banMs == 0 then lastEnd = lockedUntil end
+      lockedUntil, banMs, changed = 0, 0, true
+      clearLog()
+      gone = not remembered()
+    end
+  else
+    -- A failure exactly windowMs old has expired.
+    local drop = 0
+    while drop < #log and log[drop + 1] + w <= now do drop = drop + 1 end
+    if drop > 0 then
+      local kept, keptMembers = {}, nil
+      if members then keptMembers = {} end
+      for i = drop + 1, #log do
+        kept[#kept + 1] = log[i]
+        if members then keptMembers[#keptMembers + 1] = members[i] end
+      end
+      log, members, changed = kept, keptMembers, true
+    end
+    if #log == 0 then
+      gone = not remembered()
+    elseif #log >= maxAttempts and code ~= 'w' then
+      -- Only after maxAttempts was lowered (a limiter reconfigured) can a live log hold that many
+      -- failures: the subject is over the new limit and locked from this call on.
+      startLockout()
+      rolled, changed = true, true
+    end
+  end
+  if gone then
+    -- Nothing left (the lockout is over, every failure has expired): forgotten, as in MemoryStore.
+    redis.call('DEL', key)
+    raw, lockedUntil, banMs, step, lastEnd, log, members, changed = nil, 0, 0, 0, 0, {}, nil, false
+  elseif changed then
+    expAt = expiry()
+  end
 end
 
+-- The value as stored: the compact 'L' layout while nothing escalates and no member is named, else
+-- 'E' (see the layout above).
+local function pack()
+  local named = false
+  if members then
+    for i = 1, #members do
+      if members[i] ~= '' then
+        named = true
+        break
+      end
+    end
+  end
+  if step == 0 and lastEnd == 0 and not named then
+    if lockedUntil ~= 0 then
+      if banMs > 0 then return spack('>c1ddd', 'L', expAt, lockedUntil, banMs) end
+      return spack('>c1dd', 'L', expAt, lockedUntil)
+    end
+    local parts = { spack('>c1dd', 'L', expAt, 0) }
+    for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
+    return table.concat(parts)
+  end
+  local parts = { spack('>c1dddddd', 'E', expAt, lockedUntil, banMs, step, lastEnd, #log) }
+  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
+  if named then
+    for i = 1, #log do parts[#parts + 1] = spack('>H', #members[i]) .. members[i] end
+  end
+  return table.concat(parts)
+end
+
+-- MemoryStore's #put (after a record, a ban, a write-back): the expiry follows this rule.
+local put = code == 'r' or code == 'd' or code == 'w' or code == 'b'
 if code == 'w' then
   -- Write back a lockout the fallback started during an outage, with its remaining time: the
-  -- longer of Redis' own lockout and this one stands.
+  -- longer of Redis' own lockout and this one stands. It is an earned lockout: its step grows
+  -- until its length covers the time written back, so that a clamp never cuts it short.
   local want = now + maxAttempts
   if lockedUntil == 0 or want > lockedUntil then
-    lockedUntil, banMs, clamped = want, 0, true
+    lockedUntil, banMs, changed = want, 0, true
+    clearLog()
+    if factor and factor > 1 and length(step) < maxAttempts then
+      step = max(step, floor(math.log(maxAttempts / lockoutMs) / math.log(factor)))
+      while length(step) < maxAttempts and length(step + 1) > length(step) do step = step + 1 end
+    end
   end
 elseif code == 'b' then
-  -- A ban of ARGV[5] ms (core's failureBan): a lockout in force that ends later stays.
+  -- A ban of ARGV[5] ms (core's failureBan): a lockout in force that ends later stays; a ban over
+  -- an earned lockout ends that one now (its end is what escalation remembers).
   local ms = tonumber(ARGV[5])
   local want = now + ms
   if lockedUntil == 0 or want > lockedUntil then
-    lockedUntil, banMs, clamped, log = want, ms, true, {}
+    if lockedUntil ~= 0 and banMs == 0 then lastEnd = now end
+    clearLog()
+    lockedUntil, banMs, changed = want, ms, true
   end
 end
 
-local function locked()
-  if banMs > 0 then return spack('>c1ddd', 'L', lockedUntil, lockedUntil, banMs) end
-  return spack('>c1dd', 'L', lockedUntil, lockedUntil)
-end
-
 if lockedUntil ~= 0 then
-  if clamped then save(locked(), lockedUntil) end
+  if put then
+    local e = expiry()
+    if changed or e ~= expAt then
+      expAt = e
+      save(pack(), expAt)
+    end
+  elseif changed then
+    save(pack(), expAt)
+  end
   local left = lockedUntil - now
   -- A ban says so (3), so that its wait, which lockoutMs does not bound, is no malformed reply.
   local kind = 0
-  if banMs > 0 then kind = 3 end
+  if banMs > 0 then kind = 3 elseif rolled and code ~= 'b' then kind = 4 end
   if lockedUntil < storedUntil then return { 0, 0, left, left, kind, 1 } end
   return { 0, 0, left, left, kind }
 end
 
 if code == 's' then
-  -- A success: no lockout is in force (that returned above), so the history goes.
+  -- A success: no lockout is in force (that returned above), so the history (and the step) goes.
   if raw then redis.call('DEL', key) end
   return { 1, maxAttempts, 0, 0, 0 }
 end
 
-if code == 'r' then
+if code == 'r' or code == 'd' then
+  if code == 'd' then
+    -- core's failureRecordDistinct: the member's earlier failure in the window, if any, is
+    -- replaced by this one, so the log counts distinct members. A member is bounded by the caller
+    -- (256 characters, sent at most 1025 bytes); a longer one is refused here all the same.
+    local member = ARGV[5]
+    if #member > 1025 then return redis.error_reply('ERR portcullis: member longer than 1025 bytes') end
+    if not members then
+      members = {}
+      for i = 1, #log do members[i] = '' end
+    end
+    for i = 1, #members do
+      if members[i] == member then
+        table.remove(members, i)
+        table.remove(log, i)
+        break
+      end
+    end
+    members[#members + 1] = member
+  elseif members then
+    members[#members + 1] = ''
+  end
   log[#log + 1] = now
   if #log >= maxAttempts then
-    lockedUntil = now + lockoutMs
-    save(locked(), lockedUntil)
-    return { 0, 0, lockoutMs, lockoutMs, 1 }
+    startLockout()
+    expAt = expiry()
+    save(pack(), expAt)
+    local len = lockedUntil - now
+    return { 0, 0, len, len, 1 }
   end
-  local parts = { spack('>c1dd', 'L', now + w, 0) }
-  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
-  save(table.concat(parts), now + w)
-elseif #log == 0 then
-  return { 1, maxAttempts, 0, 0, 0 }
-elseif clamped or dropped then
-  local parts = { spack('>c1dd', 'L', log[#log] + w, 0) }
-  for i = 1, #log do parts[i + 1] = spack('>d', log[i]) end
-  save(table.concat(parts), log[#log] + w)
+  expAt = expiry()
+  save(pack(), expAt)
+  return { 1, maxAttempts - #log, 0, w, 0 }
 end
+if changed then save(pack(), expAt) end
+if #log == 0 then return { 1, maxAttempts, 0, 0, 0 } end
 return { 1, maxAttempts - #log, 0, log[#log] + w - now, 0 }
 `;
 

@@ -11,6 +11,21 @@ export interface SeenLockout {
   until: number;
   rule: FailureRule;
   pending: boolean;
+  /**
+   * The longest time left it was seen with (the whole lockout when this process started it): an
+   * escalating rule's lockout is clamped by its own length, as the script clamps it.
+   */
+  lengthMs: number;
+}
+
+/**
+ * How far from now a lockout seen under `rule` may end (a clock that stepped back): `lockoutMs`,
+ * or for an escalating rule the length it was seen with (at least lockoutMs, at most the longest).
+ */
+function bound(seen: SeenLockout, rule: FailureRule): number {
+  const e = rule.escalate;
+  if (e === undefined) return rule.lockoutMs;
+  return Math.max(rule.lockoutMs, Math.min(seen.lengthMs, e.maxLockoutMs));
 }
 
 /**
@@ -31,7 +46,8 @@ export class SeenLockouts extends Map<string, SeenLockout> {
     if (this.size === 0) return 0;
     const seen = this.get(key);
     if (seen === undefined) return 0;
-    if (seen.until > now + rule.lockoutMs) seen.until = now + rule.lockoutMs;
+    const most = bound(seen, rule);
+    if (seen.until > now + most) seen.until = now + most;
     if (now >= seen.until) {
       this.delete(key);
       return 0;
@@ -49,8 +65,10 @@ export class SeenLockouts extends Map<string, SeenLockout> {
    */
   remember(key: string, until: number, rule: FailureRule, pending: boolean, now: number): void {
     const known = this.get(key);
+    const lengthMs = until - now;
     if (known !== undefined) {
       if (until > known.until) known.until = until;
+      if (lengthMs > known.lengthMs) known.lengthMs = lengthMs;
       known.rule = rule;
       if (pending) known.pending = true;
       return;
@@ -76,6 +94,6 @@ export class SeenLockouts extends Map<string, SeenLockout> {
         this.delete(soonestKey);
       }
     }
-    this.set(key, { until, rule, pending });
+    this.set(key, { until, rule, pending, lengthMs });
   }
 }

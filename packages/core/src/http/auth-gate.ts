@@ -214,6 +214,14 @@ export interface AuthGate<Req> {
   close(): MaybePromise<void>;
 }
 
+/** The layers' check of one attempt: its refusal, or what counts its outcome. */
+type LayeredCheck =
+  | { readonly refused: GateResult; readonly count?: undefined }
+  | {
+      readonly refused?: undefined;
+      readonly count: (outcome: 'ok' | 'invalid') => MaybePromise<GateResult>;
+    };
+
 /** Two answers together (a promise when either is one). */
 function both<A, B>(a: MaybePromise<A>, b: MaybePromise<B>): MaybePromise<[A, B]> {
   return isPromise(a) || isPromise(b) ? Promise.all([a, b]) : ([a, b] as [A, B]);
@@ -337,6 +345,13 @@ export function createAuthGate<Req>(
   const invalidError = frozen(authFailedError('invalid'));
   const unavailableError = frozen(storeUnavailableError());
   const missing = jsonAnswer(401, missingError);
+  const missingResult: GateResult = Object.freeze({
+    ok: false,
+    reason: 'missing',
+    decision: undefined,
+    answer: missing,
+    error: missingError,
+  });
   const invalid = jsonAnswer(401, invalidError);
   const unavailable = jsonAnswer(503, unavailableError);
 
@@ -444,59 +459,94 @@ export function createAuthGate<Req>(
   }
 
   /**
-   * The layered sequence (docs/design.md#defence-in-depth): the client's budgets and every layer
-   * are checked together; a refusal of any is the one answer; a failure counts everywhere, a
-   * success resets the client's own budget and the pair and earns trust. A loopback-exempt client
-   * goes the plain way (no layer counts or refuses it).
+   * The layered sequence (docs/design.md#defence-in-depth), first half: the client's budgets and
+   * every layer are checked together, before the credential is compared; a refusal of any is the
+   * one answer. The second half (`count`) counts a failure everywhere, or resets the client's own
+   * budget and the pair and earns trust for a success. A loopback-exempt client is not layered
+   * (undefined: take the plain way).
    */
+  function checkLayered(
+    checks: readonly BudgetCheck[],
+    scope: string,
+    acct: string | undefined,
+  ): MaybePromise<LayeredCheck> | undefined {
+    const own = checks[0] as BudgetCheck;
+    const key = own.limiter.keyOf(own.subject);
+    if (key.exempt || layers === undefined) return undefined;
+    const l = layers;
+    const dry = limiter.config.dryRun;
+    const before = eachMaybe(checks, (c) => c.limiter.check(c.subject, scope));
+    const layered = l.check(key.key, acct, scope);
+    return mapMaybe(both(before, layered), ([base, lay]): LayeredCheck => {
+      const refused = firstRefusal(base);
+      if (refused !== undefined) return { refused: refuse(withLayer(refused, 'client')) };
+      if (lay.refused !== undefined && !dry) return { refused: refuse(lay.refused) };
+      // Not `then`: an object with a then() method would pass for a promise.
+      const count = (outcome: 'ok' | 'invalid'): MaybePromise<GateResult> => {
+        if (outcome === 'ok')
+          return mapMaybe(
+            both(
+              own.limiter.recordSuccess(own.subject, scope),
+              l.success(key.key, acct, scope, lay.pairFailures),
+            ),
+            ([after, pair]) => {
+              if (!after.allowed) return refuse(withLayer(after, 'client'));
+              if (pair !== undefined && !dry) return refuse(pair);
+              return { ok: true, decision: after };
+            },
+          );
+        return mapMaybe(
+          both(
+            eachMaybe(checks, (c) => c.limiter.recordFailure(c.subject, scope)),
+            l.failure(key.key, acct, scope),
+          ),
+          ([after, raced]): GateResult => {
+            const lost = after.filter(refusedUncounted);
+            if (lost.length > 0) return refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
+            if (raced !== undefined && !dry) return refuse(raced);
+            return {
+              ok: false,
+              reason: 'invalid',
+              decision: after[0] as Decision,
+              answer: invalid,
+              error: invalidError,
+            };
+          },
+        );
+      };
+      return { count };
+    });
+  }
+
+  /** The sequence of an attempt whose outcome is known (with the layers: check, then count). */
   function decideLayered(
     checks: readonly BudgetCheck[],
     outcome: 'ok' | 'invalid',
     scope: string,
     acct: string | undefined,
   ): MaybePromise<GateResult> {
-    const own = checks[0] as BudgetCheck;
-    const key = own.limiter.keyOf(own.subject);
-    if (key.exempt || layers === undefined) return plain(checks, outcome, scope);
-    const l = layers;
-    const dry = limiter.config.dryRun;
-    const before = eachMaybe(checks, (c) => c.limiter.check(c.subject, scope));
-    const layered = l.check(key.key, acct, scope);
-    return mapMaybe(both(before, layered), ([base, lay]): MaybePromise<GateResult> => {
-      const refused = firstRefusal(base);
-      if (refused !== undefined) return refuse(withLayer(refused, 'client'));
-      if (lay.refused !== undefined && !dry) return refuse(lay.refused);
-      if (outcome === 'ok')
-        return mapMaybe(
-          both(
-            own.limiter.recordSuccess(own.subject, scope),
-            l.success(key.key, acct, scope, lay.pairFailures),
-          ),
-          ([after, pair]) => {
-            if (!after.allowed) return refuse(withLayer(after, 'client'));
-            if (pair !== undefined && !dry) return refuse(pair);
-            return { ok: true, decision: after };
-          },
-        );
-      return mapMaybe(
-        both(
-          eachMaybe(checks, (c) => c.limiter.recordFailure(c.subject, scope)),
-          l.failure(key.key, acct, scope),
-        ),
-        ([after, raced]): GateResult => {
-          const lost = after.filter(refusedUncounted);
-          if (lost.length > 0) return refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
-          if (raced !== undefined && !dry) return refuse(raced);
-          return {
-            ok: false,
-            reason: 'invalid',
-            decision: after[0] as Decision,
-            answer: invalid,
-            error: invalidError,
-          };
-        },
-      );
-    });
+    const checked = checkLayered(checks, scope, acct);
+    if (checked === undefined) return plain(checks, outcome, scope);
+    return mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(outcome)));
+  }
+
+  /**
+   * The layers' checks for `raw`, when they apply to it (an account, or a scope budget; not a
+   * loopback-exempt client): undefined otherwise.
+   */
+  function layeredFor(
+    raw: RawRequest,
+    scope: string,
+    acct: string | undefined,
+  ): MaybePromise<LayeredCheck> | undefined {
+    if (layers === undefined || (acct === undefined && !scopeLayer)) return undefined;
+    const client = resolve(raw);
+    if (client.origin === undefined) {
+      const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+      return checkLayered([{ limiter, subject }], scope, acct);
+    }
+    if (o.browserLimiter === undefined) followMain();
+    return checkLayered(browser.checks(client), scope, acct);
   }
 
   /** The sequence without layers: one limiter, or a loopback browser's budgets. */
@@ -533,14 +583,7 @@ export function createAuthGate<Req>(
     accountOf?: unknown,
   ): MaybePromise<GateResult> {
     const found = checkOutcome(outcome);
-    if (found === 'missing')
-      return {
-        ok: false,
-        reason: 'missing',
-        decision: undefined,
-        answer: missing,
-        error: missingError,
-      };
+    if (found === 'missing') return missingResult;
     const scope = scopeOverride ?? gateScope;
     const client = resolve(raw);
     const acct = accountLayers ? accountKey(accountOf) : undefined;
@@ -560,18 +603,34 @@ export function createAuthGate<Req>(
   return {
     run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
       const fn = required(verify, 'verify', 'a function', where);
-      if (account === undefined) {
+      if (layers === undefined) {
         const outcome = fn(req);
         return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
       }
       // The account is read before the credential is compared (the function may look at the
-      // request's body, which verify may consume).
-      const withAccount = (acct: unknown): MaybePromise<GateResult> => {
-        const outcome = fn(req);
-        return isPromise(outcome)
-          ? outcome.then((v) => decide(raw, v, undefined, acct))
-          : decide(raw, outcome, undefined, acct);
+      // request's body, which verify may consume); with the layers on, the attempt is checked
+      // before verify too, so a refused guess never reaches it (a botnet's refused guesses cost
+      // no hash). A refused request without credentials is then answered 429, not 401.
+      const withAccount = (accountOf: unknown): MaybePromise<GateResult> => {
+        const acct = accountLayers ? accountKey(accountOf) : undefined;
+        const checked = layeredFor(raw, gateScope, acct);
+        if (checked === undefined) {
+          const outcome = fn(req);
+          return isPromise(outcome)
+            ? outcome.then((v) => decide(raw, v, undefined, accountOf))
+            : decide(raw, outcome, undefined, accountOf);
+        }
+        return mapMaybe(checked, (c): MaybePromise<GateResult> => {
+          if (c.refused !== undefined) return c.refused;
+          const counted = (outcome: AuthOutcome): MaybePromise<GateResult> => {
+            const found = checkOutcome(outcome);
+            return found === 'missing' ? missingResult : c.count(found);
+          };
+          const outcome = fn(req);
+          return isPromise(outcome) ? outcome.then(counted) : counted(outcome);
+        });
       };
+      if (account === undefined) return withAccount(undefined);
       const acct = account(req);
       return isPromise(acct) ? acct.then(withAccount) : withAccount(acct);
     },

@@ -305,6 +305,37 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(status(await waiting)).toBe(401);
   });
 
+  it('with the layers on, a refused attempt never reaches verify, and account is read before verify', async () => {
+    const calls: string[] = [];
+    const clock = manualClock(0);
+    const gate = createAuthGate<Login>({
+      verify: (r) => {
+        calls.push('verify');
+        return r.password === undefined ? 'missing' : r.password === 'right' ? 'ok' : 'invalid';
+      },
+      account: async (r) => {
+        calls.push('account');
+        return r.user as string;
+      },
+      maxAttempts: 2,
+      clock,
+      timers: clock,
+    });
+    const run = (password?: string) =>
+      gate.run(raw('203.0.113.30'), { user: 'alice', password }) as Promise<GateResult>;
+    expect(status(await run('x'))).toBe(401);
+    expect(status(await run('x'))).toBe(401);
+    expect(calls).toEqual(['account', 'verify', 'account', 'verify']);
+    calls.length = 0;
+    expect(status(await run('right'))).toBe(429);
+    // A locked-out client's request without credentials is refused unseen as well (429, not 401).
+    expect(status(await run(undefined))).toBe(429);
+    expect(calls).toEqual(['account', 'account']);
+    clock.advance(300_000);
+    expect(status(await run(undefined))).toBe(401);
+    expect(status(await run('right'))).toBe(200);
+  });
+
   it('options: accountLimits needs account; scopeBudget needs all three numbers; a store without trust is refused', () => {
     const verify = (): AuthOutcome => 'ok';
     const codeOf = (fn: () => unknown) => {

@@ -305,6 +305,20 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(status(await waiting)).toBe(401);
   });
 
+  it("a layers' store full of an attacker's lockouts refuses no one else (a full layer is open; the client layer still limits)", () => {
+    const { attempt } = setup({
+      maxAttempts: 1000,
+      maxEntries: 10,
+      accountLimits: { pair: { maxAttempts: 1 }, spray: { maxAccounts: 1 }, account: false },
+    });
+    // Five bots, one failure each: five pair and five spray lockouts fill the layers' store.
+    for (let i = 0; i < 5; i++) expect(status(attempt(`10.7.0.${i}`, `acct${i}`, 'x'))).toBe(401);
+    expectRateLimited(attempt('10.7.0.0', 'other', 'right'), 3_600_000, 'spray');
+    expect(status(attempt('198.51.100.30', 'alice', 'right'))).toBe(200);
+    expect(status(attempt('198.51.100.31', 'bob', 'x'))).toBe(401);
+    expect(status(attempt('198.51.100.31', 'bob', 'right'))).toBe(200);
+  });
+
   it('with the layers on, a refused attempt never reaches verify, and account is read before verify', async () => {
     const calls: string[] = [];
     const clock = manualClock(0);

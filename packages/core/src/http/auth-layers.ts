@@ -385,7 +385,11 @@ export class AuthLayers {
       withAccount && l.account !== undefined ? l.account.check(account, scope) : OPEN,
       l.scope !== undefined ? l.scope.check('*', scope) : OPEN,
     ];
-    return mapMaybe(all(reads), ([pair, spray, acct, sc]) => {
+    return mapMaybe(all(reads), (answers) => {
+      // A layer store full of lockouts cannot take a new key ('overflow'): that layer is open for
+      // it (nothing is held against it), and the client layer still limits the client. Refusing
+      // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
+      const [pair, spray, acct, sc] = answers.map(openOnOverflow);
       const p = pair as Decision;
       const pairFailures = p.allowed && p.remaining < p.limit;
       const hard = worst([
@@ -439,8 +443,8 @@ export class AuthLayers {
     ];
     return mapMaybe(all(writes), ([pair, spray]) =>
       worst([
-        [refusedUncounted(pair as Decision) ? (pair as Decision) : OPEN, 'pair'],
-        [refusedUncounted(spray as Decision) ? (spray as Decision) : OPEN, 'spray'],
+        [raced(pair as Decision), 'pair'],
+        [raced(spray as Decision), 'spray'],
       ]),
     );
   }
@@ -490,6 +494,16 @@ const OPEN: Decision = Object.freeze({
   resetMs: 0,
   key: '',
 });
+
+/** A layer's answer with an overflow (no room for a new key) read as open. */
+function openOnOverflow(d: Decision): Decision {
+  return d.reason === 'overflow' ? OPEN : d;
+}
+
+/** A hard layer's lockout that a concurrent attempt started since the check (never an overflow). */
+function raced(d: Decision): Decision {
+  return refusedUncounted(d) && d.reason === 'locked' ? d : OPEN;
+}
 
 function all<T>(values: readonly MaybePromise<T>[]): MaybePromise<T[]> {
   return eachMaybe(values, (v) => v);

@@ -227,7 +227,7 @@ describe('auth layers against a reference model', () => {
           timers: clock,
         });
         const model = new Model();
-        for (const op of sequence) {
+        for (const op of sequence as Op[]) {
           if (op.t === 'advance') {
             clock.advance(op.ms);
             continue;

@@ -32,7 +32,7 @@ export interface AttemptOptions {
    * (docs/design.md#defence-in-depth). Normalise it yourself (Portcullis does not case-fold);
    * over 256 characters, empty or not a string, it shares `account:invalid`.
    */
-  account?: string;
+  account?: string | undefined;
 }
 
 /** An accepted first frame. */

@@ -3,13 +3,22 @@
 // device-token) is its own lockout scope, so a client locked out for guessing the token can still
 // use the password; a page (a request with `Origin`) is counted on the browser limiter and is never
 // loopback-exempt. Accepted devices get a device token for later connects.
-import { isPromise } from '@portcullis/core/adapter';
+//
+// Defence in depth (docs/design.md#defence-in-depth): the shared secret and the password each have
+// a scope budget (SCOPE_BUDGET in limits.js: a botnet spreading its guesses over many addresses
+// puts the class under attack, and then only clients that logged in before get in); a device
+// token names its device, whose id is the account (pair, account and spray layers). The budget is
+// an option of the whole connect auth, so there are two, sharing the client limiters: one for the
+// two secrets, one for device tokens.
+import { createAuthGate, isPromise } from '@portcullis/core/adapter';
 import { createConnectAuth } from '@portcullis/ws';
+import { SCOPE_BUDGET } from './limits.js';
 import { invalidRequest, isObject, isRequest, sendError } from './protocol.js';
 import { METHODS } from './rpc.js';
 import { compareSecret, createDeviceTokens } from './secrets.js';
 
 /** @import { AuthOutcome, ClientInfo, FailureLimiter } from '@portcullis/core' */
+/** @import { AuthGate } from '@portcullis/core/adapter' */
 /** @import { ConnectAuthResult } from '@portcullis/ws' */
 /** @import { IncomingMessage } from 'node:http' */
 /** @import { WebSocket } from 'ws' */
@@ -47,21 +56,30 @@ import { compareSecret, createDeviceTokens } from './secrets.js';
  */
 export function createConnect(options) {
   const { config, limiter, browserLimiter, trustedProxies, logger, board } = options;
-  const connectAuth = createConnectAuth({
+  const shared = { limiter, browserLimiter, trustedProxies, logger };
+  // One secret each, named by no account: the client layer and the scope budget.
+  const secrets = createConnectAuth({
+    ...shared,
     scope: 'shared-secret',
-    limiter,
-    browserLimiter,
-    trustedProxies,
-    logger,
+    accountLimits: false,
+    scopeBudget: SCOPE_BUDGET,
   });
+  // The device id is the account (core's default pair, account and spray limits); no scope
+  // budget: a device token is 32 random bytes, and what a botnet could aim at is one device.
+  const devices = createConnectAuth({ ...shared, scope: 'device-token' });
+  const layerView = createLayerView(limiter, browserLimiter);
   const deviceTokens = createDeviceTokens();
 
   /**
-   * The credential class and the outcome of `connect`'s `params.auth`.
+   * The credential class and the outcome of `connect`'s `params.auth`; for a device token, the
+   * account it counts against: the device it belongs to when it is right, else the device the
+   * frame names (NO_DEVICE when it names none: a wrong token without an id still has a bucket, so
+   * leaving the id out cannot skip the pair and spray layers).
    * @param {unknown} auth
-   * @returns {{ scope: string, outcome: AuthOutcome, deviceId?: string }}
+   * @param {string | undefined} askedId `params.device.id`, already validated
+   * @returns {{ scope: string, outcome: AuthOutcome, deviceId?: string, account?: string }}
    */
-  function credentialsOf(auth) {
+  function credentialsOf(auth, askedId) {
     const a = isObject(auth) ? auth : {};
     const present = (/** @type {string} */ k) => a[k] !== undefined && a[k] !== '';
     const { token, password } = config.current().gateway.auth;
@@ -83,8 +101,8 @@ export function createConnect(options) {
       const t = a['deviceToken'];
       const owner = typeof t === 'string' ? deviceTokens.ownerOf(t) : undefined;
       return owner === undefined
-        ? { scope: 'device-token', outcome: 'invalid' }
-        : { scope: 'device-token', outcome: 'ok', deviceId: owner };
+        ? { scope: 'device-token', outcome: 'invalid', account: askedId ?? NO_DEVICE }
+        : { scope: 'device-token', outcome: 'ok', deviceId: owner, account: owner };
     }
     return { scope: 'shared-secret', outcome: 'missing' };
   }
@@ -120,9 +138,13 @@ export function createConnect(options) {
       ws.close(1008, 'invalid connect params');
       return;
     }
-    const creds = credentialsOf(params['auth']);
+    const creds = credentialsOf(params['auth'], /** @type {string | undefined} */ (askedId));
+    const connectAuth = creds.scope === 'device-token' ? devices : secrets;
     // Synchronous with the memory store, so frames right behind `connect` find it decided.
-    const attempt = connectAuth.attempt(req, creds.outcome, { scope: creds.scope });
+    const attempt = connectAuth.attempt(req, creds.outcome, {
+      scope: creds.scope,
+      ...(creds.account !== undefined && { account: creds.account }),
+    });
     if (isPromise(attempt))
       attempt.then(decided).catch((error) => {
         // The gate answers a store failure itself; this is a throw on our side of the answer.
@@ -146,7 +168,7 @@ export function createConnect(options) {
             key: result.decision.key,
             reason: result.decision.reason,
             retryAfterMs: result.decision.retryAfterMs,
-            detail: 'connect refused: AUTH_RATE_LIMITED, close 1008',
+            detail: refusedDetail(result.decision.layer),
           });
         }
         logger.info(
@@ -156,6 +178,7 @@ export function createConnect(options) {
             reason: result.reason,
             scope: creds.scope,
             key: result.decision?.key,
+            ...(result.decision?.layer !== undefined && { layer: result.decision.layer }),
           },
           `connect refused (${result.reason})`,
         );
@@ -190,5 +213,48 @@ export function createConnect(options) {
     }
   }
 
-  return { connectAuth, handshake };
+  return {
+    /** The connect auth of the shared secret and the password (the client limiters are shared). */
+    connectAuth: secrets,
+    /** Both connect auths. */
+    connectAuths: { secrets, devices },
+    /**
+     * The defence-in-depth layers' limiters (pair, account, spray, scope): their `lockouts()` list
+     * what both connect auths (and the /status bearer check) earned.
+     */
+    layers: layerView.layers,
+    handshake,
+    close: () => Promise.all([secrets.close(), devices.close(), layerView.close()]),
+  };
+}
+
+/** The account of a wrong device token whose frame names no device (no device id looks like it). */
+export const NO_DEVICE = '(no device id)';
+
+/**
+ * What the status board says of a refused connect, by the layer that refused it (only the
+ * server's side names the layer: the client gets the same AUTH_RATE_LIMITED from every one).
+ * @param {string | undefined} layer
+ */
+function refusedDetail(layer) {
+  if (layer === undefined || layer === 'client' || layer === 'ban')
+    return 'connect refused: AUTH_RATE_LIMITED, close 1008';
+  const soft = layer === 'account' || layer === 'scope';
+  return `connect refused by the ${layer} layer${soft ? ' (under attack, untrusted client)' : ''}: AUTH_RATE_LIMITED, close 1008`;
+}
+
+/**
+ * A gate that never decides, over the same client limiter: its layer limiters have the names and
+ * numbers of the connect auths' and read the same store, so their `lockouts()` list every layer
+ * lockout (and `reset` would lift one). Needed because @portcullis/ws' ConnectAuth does not hand
+ * out its gate's `layers` (core's AuthGate does).
+ * @param {FailureLimiter} limiter
+ * @param {FailureLimiter} browserLimiter
+ * @returns {Pick<AuthGate<unknown>, 'layers' | 'close'>}
+ */
+function createLayerView(limiter, browserLimiter) {
+  return createAuthGate(
+    { limiter, browserLimiter, scopeBudget: SCOPE_BUDGET },
+    { where: 'the gateway layer view', needsVerify: false, accountPerCall: true },
+  );
 }

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { isLoopback } from '@portcullis/core';
 import { createAuthGate } from '@portcullis/core/adapter';
+import { SCOPE_BUDGET } from './limits.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 import { bearerOutcome } from './secrets.js';
 import { esc, metaText, renderMain } from './status-view.js';
@@ -170,6 +171,9 @@ export function createHttpServer(options) {
     scope: 'shared-secret',
     limiter: options.limiter,
     browserLimiter: options.browserLimiter,
+    // The bearer is the shared secret: its guesses spend the same scope budget as connect's (the
+    // layers live beside the shared limiter's store), and a client connect trusts is trusted here.
+    scopeBudget: SCOPE_BUDGET,
     trustedProxies,
     logger,
   });

@@ -8,7 +8,26 @@ import { controlPlaneWriteMethods } from '@portcullis/rpc';
 import { SESSION_METHOD } from './rpc.js';
 import { formatMs } from './status.js';
 
-/** @import { Clock, MemoryStore, Timers } from '@portcullis/core' */
+/** @import { Clock, MemoryStore, ScopeBudgetOptions, Timers } from '@portcullis/core' */
+
+/**
+ * The scope budget of the shared secret and of the password (docs/design.md#defence-in-depth):
+ * 300 failures an hour in one class, from all clients together, put it under attack for an hour,
+ * when only clients that logged in before (trusted, 30 days) get in. Why these numbers: one client
+ * is held by the client limiter to 10 failures, then 5 minutes locked out, so even a client stuck
+ * on a wrong secret at full speed fails at most 120 times an hour (130 in any closed hour), and a
+ * person mistyping fails a few times: 300 is two stuck clients for a whole hour plus dozens of
+ * typos. A botnet of 5 000 addresses, each kept to the same 120 an hour, could try 600 000 guesses
+ * an hour without it; with it, 300 an hour at most while it stays unnoticed, and at full speed
+ * (5 000 × 10 a minute) it spends the 300 in under half a second, then waits out the hour with
+ * every new address refused. README.md#defence-in-depth says the same.
+ * @type {Readonly<ScopeBudgetOptions>}
+ */
+export const SCOPE_BUDGET = Object.freeze({
+  maxAttempts: 300,
+  windowMs: 3_600_000,
+  lockoutMs: 3_600_000,
+});
 /** @import { GatewayConfig, RateLimitConfig } from './config.js' */
 /** @import { JsonLogger } from './logger.js' */
 
@@ -93,6 +112,9 @@ export function statusLimiters(numbers, limiters, quotaStore) {
   };
 }
 
+/** @param {number} ms a whole number of hours */
+const hours = (ms) => `${ms / 3_600_000} h`;
+
 /**
  * The limits in force, in words (the start banner and the README's table say the same).
  * @param {GatewayConfig} config
@@ -105,6 +127,14 @@ export function describeLimits(config) {
     [
       'gateway auth',
       `${rl.maxAttempts} failures / ${formatMs(rl.windowMs)} → ${formatMs(rl.lockoutMs)} lockout, per client IP and credential class (shared-secret, password, device-token)${rl.exemptLoopback ? '; a direct-local CLI is exempt' : ''}`,
+    ],
+    [
+      'scope budget',
+      `${SCOPE_BUDGET.maxAttempts} failures / ${hours(SCOPE_BUDGET.windowMs)} of the shared secret (and of the password) from all clients → under attack for ${hours(SCOPE_BUDGET.lockoutMs)}: only clients that logged in before get in`,
+    ],
+    [
+      'device accounts',
+      'a device token counts against the device it names: 20 in a row per client and device, 100 / 1 h per device (then only its trusted clients), 10 devices / 10 min per client',
     ],
     [
       'browser origins',

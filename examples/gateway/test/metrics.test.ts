@@ -98,6 +98,8 @@ describe('GET /metrics', () => {
     expect(portcullisSeries(samples)).toEqual({
       'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth",portcullis_outcome="allowed"}': 10,
       'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth",portcullis_outcome="locked"}': 1,
+      // The shared secret's scope budget checks every bearer attempt too (far from spent).
+      'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth.scope",portcullis_outcome="allowed"}': 11,
       'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="webhook",portcullis_outcome="allowed"}': 3,
       'portcullis_lockouts_total{portcullis_layer="client",portcullis_limiter="auth"}': 1,
       'portcullis_lockouts_active{portcullis_limiter="auth"}': 1,

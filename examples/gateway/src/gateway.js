@@ -85,6 +85,8 @@ export function createGateway(options) {
     clock,
     timers,
     ...statusLimiters(() => config.current().gateway.auth.rateLimit, limiters, rpc.quotaStore),
+    // Read at each snapshot (connect is built below).
+    layers: () => connect.layers,
     extra: () => ({
       gateway: {
         name: config.current().gateway.name,
@@ -177,6 +179,10 @@ export function createGateway(options) {
     server,
     /** The connect-auth instance (its limiters can reset a client by hand). */
     connectAuth: connect.connectAuth,
+    /** Both connect auths: the shared secret's and the password's (`secrets`), device tokens'. */
+    connectAuths: connect.connectAuths,
+    /** The auth layers' limiters (pair, account, spray, scope): `lockouts()`, `reset`. */
+    layers: connect.layers,
     scheduler: restarts.scheduler,
     /** HTTP requests in flight (the /status/events streams left out): a due restart waits for them. */
     inFlight: () => http.inFlight(),
@@ -230,6 +236,7 @@ export function createGateway(options) {
       sockets.close();
       server.closeAllConnections();
       if (server.listening) await new Promise((resolve) => server.close(() => resolve(undefined)));
+      await connect.close();
       await Promise.all([
         limiters.auth.close(),
         limiters.browser.close(),

@@ -14,6 +14,7 @@
  * @property {any} sessions
  * @property {any} restart
  * @property {any[]} lockouts
+ * @property {any} [underAttack] the soft lockouts (account and scope layers)
  * @property {any[]} quotas
  * @property {any[]} refused
  * @property {Rates} rates
@@ -106,17 +107,49 @@ function unlockForm(limiter, a, token) {
   return `<form class="unlock" method="post" action="/status/unlock">${field('token', token)}${field('limiter', limiter)}${field('scope', a.scope)}${field('key', a.key)}<button type="submit" title="lift this lockout now">unlock</button></form>`;
 }
 
+/** What the tag of a hard layer's row says (the client layer's rows have none). */
+const LAYER_TAGS = /** @type {Record<string, string>} */ ({
+  pair: 'this client, this account only (20 failures in a row)',
+  spray: 'this client failed against too many accounts: every account',
+});
+
+/** @param {any} a a lockout row */
+function layerTag(a) {
+  if (a.layer === 'ban') return ' <span class="tag ban" title="set by an operator">ban</span>';
+  const title = LAYER_TAGS[a.layer];
+  return title === undefined
+    ? ''
+    : ` <span class="tag layer" title="${esc(title)}">${esc(a.layer)}</span>`;
+}
+
 /** @param {any} l @param {number} now @param {string | undefined} token */
 function lockoutCard(l, now, token) {
   const rows = l.active.map(
     (/** @type {any} */ a) =>
-      `<tr data-limiter="${esc(l.limiter)}" data-scope="${esc(a.scope)}" data-key="${esc(a.key)}" data-layer="${esc(a.layer)}"><td class="nowrap">${esc(a.scope)}${a.layer === 'ban' ? ' <span class="tag ban" title="set by an operator">ban</span>' : ''}</td><td class="key">${keyHtml(a.key)}</td>${countdown('td', now + a.untilMs, now)}<td class="act">${a.unlock && token !== undefined ? unlockForm(l.limiter, a, token) : ''}</td></tr>`,
+      `<tr data-limiter="${esc(l.limiter)}" data-scope="${esc(a.scope)}" data-key="${esc(a.key)}" data-layer="${esc(a.layer)}"${a.account === undefined ? '' : ` data-account="${esc(a.account)}"`}><td class="nowrap">${esc(a.scope)}${layerTag(a)}</td><td class="key">${keyHtml(a.key)}${a.account === undefined ? '' : ` → ${keyHtml(a.account)}`}</td>${countdown('td', now + a.untilMs, now)}<td class="act">${a.unlock && token !== undefined ? unlockForm(l.limiter, a, token) : ''}</td></tr>`,
   );
   const more =
     l.activeCount > l.active.length
       ? `<div class="none">… and ${num(l.activeCount - l.active.length)} more</div>`
       : '';
   return `<section class="card" data-limiter="${esc(l.limiter)}">${heading(l.title, l.activeCount)}<div class="rule">${esc(l.rule)}</div>${meter(l.size, l.maxEntries, 'buckets in use')}${table(['scope', 'key', 'time left', ''], rows)}${more}</section>`;
+}
+
+/**
+ * The soft lockouts: an account or a whole credential class under attack. No unlock button: they
+ * refuse only clients that never logged in, and end on their own (README.md#defence-in-depth).
+ * @param {any} u @param {number} now
+ */
+function underAttackCard(u, now) {
+  const rows = u.active.map(
+    (/** @type {any} */ a) =>
+      `<tr data-layer="${esc(a.layer)}" data-scope="${esc(a.scope)}"${a.account === undefined ? '' : ` data-account="${esc(a.account)}"`}><td class="nowrap"><span class="tag soft">${esc(a.layer)}</span></td><td class="nowrap">${esc(a.scope)}</td><td class="key">${a.account === undefined ? 'every account' : keyHtml(a.account)}</td>${countdown('td', now + a.untilMs, now)}</tr>`,
+  );
+  const more =
+    u.activeCount > u.active.length
+      ? `<div class="none">… and ${num(u.activeCount - u.active.length)} more</div>`
+      : '';
+  return `<section class="card soft" data-limiter="under-attack">${heading(u.title, u.activeCount)}<div class="rule">${esc(u.rule)}</div>${table(['layer', 'scope', 'account', 'time left'], rows)}${more}</section>`;
 }
 
 /** @param {any} q @param {number} now */
@@ -245,6 +278,12 @@ function renderMain(s, unlockToken) {
     `<div class="card rates" id="rates">${rateChart(s.rates)}</div>`,
     '<h2>Active lockouts</h2>',
     `<div class="grid" id="lockouts">${s.lockouts.map((l) => lockoutCard(l, now, unlockToken)).join('')}</div>`,
+    ...(s.underAttack === undefined
+      ? []
+      : [
+          '<h2>Under attack</h2>',
+          `<div class="grid" id="under-attack">${underAttackCard(s.underAttack, now)}</div>`,
+        ]),
     '<h2>Control-plane quotas, session creation, restart</h2>',
     `<div class="grid" id="quotas">${s.quotas.map((q) => quotaCard(q, now)).join('')}${sessionCard(s.sessions, now)}${restartCard(s.restart, now)}</div>`,
     `<h2>Last refused decisions <span class="count" id="refused-count">${num(s.refused.length)}</span></h2>`,

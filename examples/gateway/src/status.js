@@ -20,6 +20,12 @@ const HEARTBEAT_MS = 1_000;
 /** Most aggregate lockouts (per-site, all-origins) the board remembers. */
 const MAX_AGGREGATE_LOCKOUTS = 10_000;
 
+/** Most lockouts read from one layer limiter per snapshot (the count shown is exact up to it). */
+const MAX_LAYER_LIST = 10_000;
+
+/** The layers whose lockout refuses only untrusted clients (docs/design.md#defence-in-depth). */
+const SOFT_LAYERS = new Set(['account', 'scope']);
+
 /** How many seconds of decisions the chart spans. */
 export const RATE_WINDOW_S = 300;
 
@@ -71,6 +77,19 @@ const CHANNELS = /** @type {const} */ ([
 ]);
 
 /**
+ * What a layer lockout in the refused list means, by the layer limiter's name (`auth.scope`).
+ * @param {string} limiter
+ */
+function layerDetail(limiter) {
+  const layer = limiter.slice(limiter.lastIndexOf('.') + 1);
+  if (layer === 'scope') return 'the credential class is under attack: untrusted clients refused';
+  if (layer === 'account') return 'the account is under attack: its untrusted clients refused';
+  if (layer === 'pair') return 'this client is locked out of this account';
+  if (layer === 'spray') return 'this client failed against too many accounts: locked out of all';
+  return `${layer} layer`;
+}
+
+/**
  * Milliseconds in words: `300 s`, `1.5 s`, `250 ms`.
  * @param {number} ms
  */
@@ -88,11 +107,16 @@ export function formatMs(ms) {
  *   timers: Timers,
  *   failureLimiters: FailureBoardLimiter[],
  *   windowLimiters: WindowBoardLimiter[],
+ *   layers?: () => readonly FailureLimiter[],
  *   extra: () => Extra,
- * }} options `extra` adds the gateway's own sections (sessions, restart, connections)
+ * }} options `extra` adds the gateway's own sections (sessions, restart, connections); `layers`
+ *   are the defence-in-depth layer limiters of the auth gates (pair, account, spray, scope, named
+ *   `auth.<layer>`): their hard lockouts (pair, spray) are listed with the client's limiter, their
+ *   soft ones (account, scope) apart, as under attack
  */
 export function createStatusBoard(options) {
   const { clock, timers, failureLimiters, windowLimiters, extra } = options;
+  const layers = options.layers ?? (() => []);
   /** Each limiter the board follows → the card and chart row it shows in. */
   const rowOf = new Map([...failureLimiters, ...windowLimiters].map((l) => [l.name, l.name]));
   for (const l of failureLimiters) for (const a of l.aggregates ?? []) rowOf.set(a, l.name);
@@ -194,7 +218,20 @@ export function createStatusBoard(options) {
       const m = /** @type {PortcullisEvent} */ (message);
       // The channels are process-wide: keep only this gateway's limiters.
       const row = rowOf.get(m.limiter);
-      if (row === undefined) return;
+      if (row === undefined) {
+        // A layer's lockout goes in the list (its limiter has no card or chart row of its own).
+        if (event === 'lockout' && isLayer(m.limiter))
+          record({
+            event,
+            limiter: m.limiter,
+            ...(m.scope !== undefined && { scope: m.scope }),
+            key: m.decision.key,
+            reason: m.decision.reason,
+            retryAfterMs: m.decision.retryAfterMs,
+            detail: layerDetail(m.limiter),
+          });
+        return;
+      }
       if (event === 'lockout' && row !== m.limiter) {
         const scope = m.scope ?? 'default';
         // Bounded like the stores (a flood of sites is also capped by the all-origins budget).
@@ -232,7 +269,61 @@ export function createStatusBoard(options) {
     return out;
   }
 
+  /** @param {string} name */
+  function isLayer(name) {
+    return layers().some((l) => l.config.name === name);
+  }
+
+  /**
+   * The layers' lockouts in force: hard ones (pair, spray) by the card of the client's limiter
+   * (a browser client's key starts with `browser-`), soft ones (account, scope) apart.
+   */
+  function layerLockouts() {
+    /** @type {Map<string, Array<{ scope: string, key: string, untilMs: number, layer: string, unlock: boolean, account?: string }>>} */
+    const hard = new Map();
+    /** @type {Array<{ layer: string, scope: string, account?: string, untilMs: number }>} */
+    const soft = [];
+    for (const limiter of layers()) {
+      // The layers' memory store answers at once.
+      const listed = /** @type {LockoutInfo[]} */ (limiter.lockouts({ limit: MAX_LAYER_LIST }));
+      for (const x of listed) {
+        if (SOFT_LAYERS.has(x.layer)) {
+          soft.push({
+            layer: x.layer,
+            scope: x.scope,
+            ...(x.layer === 'account' && { account: x.key.slice('account:'.length) }),
+            untilMs: x.retryAfterMs,
+          });
+          continue;
+        }
+        // A pair's key is `<client>\0account:<name>`.
+        const nul = x.key.indexOf('\u0000');
+        const client = nul < 0 ? x.key : x.key.slice(0, nul);
+        const card = client.startsWith('browser-') ? 'auth-browser' : 'auth';
+        const rows = hard.get(card) ?? [];
+        hard.set(card, rows);
+        rows.push({
+          scope: x.scope,
+          key: client,
+          untilMs: x.retryAfterMs,
+          layer: x.layer,
+          // Only the client's own lockout has a button (admin.js reaches the three limiters).
+          unlock: false,
+          ...(nul >= 0 && { account: x.key.slice(nul + 1 + 'account:'.length) }),
+        });
+      }
+    }
+    soft.sort(
+      (a, b) =>
+        b.untilMs - a.untilMs ||
+        (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0) ||
+        ((a.account ?? '') < (b.account ?? '') ? -1 : 1),
+    );
+    return { hard, soft };
+  }
+
   function snapshot() {
+    const layered = layerLockouts();
     const lockouts = failureLimiters.map((l) => {
       // A memory store answers at once; its bound (maxEntries) bounds the listing too.
       const listed = /** @type {LockoutInfo[]} */ (
@@ -259,6 +350,7 @@ export function createStatusBoard(options) {
             unlock: false,
           });
       }
+      active.push(...(layered.hard.get(l.name) ?? []));
       active.sort((a, b) => b.untilMs - a.untilMs || (a.key < b.key ? -1 : 1));
       return {
         limiter: l.name,
@@ -282,10 +374,17 @@ export function createStatusBoard(options) {
         blocked: blocked.slice(0, MAX_ROWS),
       };
     });
+    const soft = layered.soft;
     return {
       now: clock.now(),
       ...extra(),
       lockouts,
+      underAttack: {
+        title: 'Under attack (soft lockouts)',
+        rule: 'too many failures against one account or a whole credential class from all clients: clients that never logged in are refused, clients that did (trusted for 30 days) still get in; ends on its own',
+        activeCount: soft.length,
+        active: soft.slice(0, MAX_ROWS),
+      },
       quotas,
       refused: [...refused].reverse(),
       rates: rateSnapshot(),

@@ -13,7 +13,13 @@
  * own subscriber connection, every call through one of them at random) against one MemoryStore:
  * local answers, invalidations and all, still equal MemoryStore decision for decision.
  */
-import { type Decision, type FailureRule, MemoryStore, type WindowRule } from '@portcullis/core';
+import {
+  type Decision,
+  type FailureRule,
+  MemoryStore,
+  type TrustRule,
+  type WindowRule,
+} from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
 import { Redis as IORedis } from 'ioredis';
@@ -32,6 +38,7 @@ import {
   oneRuleEach,
   type Op as SharedOp,
   opArb,
+  trustRule,
   twoRulesEach,
 } from './equivalence-ops.test-util.js';
 
@@ -93,6 +100,9 @@ function windowBounded(d: Decision, rule: WindowRule, held: number): void {
   expect(d.remaining).toBeLessThanOrEqual(rule.limit);
 }
 
+/** The longest earned lockout of `rule` (an escalating one's at most its cap). */
+const longest = (rule: FailureRule) => Math.max(rule.lockoutMs, rule.escalate?.maxLockoutMs ?? 0);
+
 /** `banned`: the longest ban set so far (a ban lasts its own length, not `lockoutMs`). */
 function failureBounded(d: Decision, rule: FailureRule, banned: number): void {
   if (d.allowed) {
@@ -100,7 +110,7 @@ function failureBounded(d: Decision, rule: FailureRule, banned: number): void {
     expect(d.resetMs).toBeLessThanOrEqual(rule.windowMs);
   } else {
     expect(d.retryAfterMs).toBeGreaterThanOrEqual(1);
-    expect(d.retryAfterMs).toBeLessThanOrEqual(Math.max(rule.lockoutMs, banned));
+    expect(d.retryAfterMs).toBeLessThanOrEqual(Math.max(longest(rule), banned));
     expect(d.resetMs).toBe(d.retryAfterMs);
   }
 }
@@ -123,6 +133,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     mode: Mode,
     rules: WindowRule[],
     frules: FailureRule[],
+    trule: TrustRule,
     ops: Op[],
     via: boolean[] = [],
   ): Promise<void> {
@@ -165,8 +176,11 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     // A failure state is stamped without a clamp a window call could apply: a step back lengthens it.
     let rewound = 0;
     let longestBan = 0;
+    // An escalating key outlives its lockout by maxLockoutMs (its step is remembered that long).
     const held = () =>
-      rewound + Math.max(longestBan, ...frules.map((r) => Math.max(r.lockoutMs, r.windowMs)));
+      rewound +
+      Math.max(longestBan, ...frules.map((r) => Math.max(longest(r), r.windowMs))) +
+      Math.max(0, ...frules.map((r) => r.escalate?.maxLockoutMs ?? 0));
     // When each key's calls were made, latest first: refunds are aimed at them and their edges.
     const consumed = new Map<string, number[]>();
     // One process alone meets every kind under one key, as the first property wants. Processes
@@ -182,7 +196,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     for (const [i, o] of ops.entries()) {
       if (o.t !== 'again') {
         calls.push({ o, v: via[i] === true });
-        if (['consume', 'peek', 'check', 'record', 'success'].includes(o.t))
+        if (['consume', 'peek', 'check', 'record', 'distinct', 'success'].includes(o.t))
           latest = calls[calls.length - 1];
       } else if (latest !== undefined) {
         for (let n = 0; n < o.n; n++) calls.push(latest);
@@ -267,6 +281,29 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             failureBounded(d, frule, longestBan);
             break;
           }
+          case 'distinct': {
+            const frule = failureRuleOf(o.frule);
+            const key = keyOf(o.key, 'failures');
+            const d = memory.recordDistinct(key, o.member, frule);
+            expect(await redis.recordDistinct(key, o.member, frule)).toEqual(d);
+            failureBounded(d, frule, longestBan);
+            break;
+          }
+          case 'trust': {
+            const table = `t${o.table}`;
+            memory.trust(table, `g${o.group}`, `m${o.member}`, trule);
+            await redis.trust(table, `g${o.group}`, `m${o.member}`, trule);
+            expect(redis.degraded).toBe(false);
+            break;
+          }
+          case 'trusted': {
+            const table = `t${o.table}`;
+            const groups = o.groups.map((g) => `g${g}`);
+            const known = memory.trusted(table, `m${o.member}`, groups, trule);
+            expect(await redis.trusted(table, `m${o.member}`, groups, trule)).toEqual(known);
+            expect(redis.degraded).toBe(false);
+            break;
+          }
           case 'success': {
             const frule = failureRuleOf(o.frule);
             const key = keyOf(o.key, 'failures');
@@ -318,6 +355,8 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
       }
       memory.close();
       await deletePrefix(client.sendCommand, prefix);
+      // The trust tables' keys: `{<prefix><table>}:…`.
+      await deletePrefix(client.sendCommand, `{${prefix}`);
     }
   }
 
@@ -353,9 +392,10 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
         fc.asyncProperty(
           oneRuleEach,
           failureRule,
+          trustRule,
           fc.array(op, { minLength: 1, maxLength: 40 }),
           fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
-          (rules, frule, ops, via) => run(mode, rules, [frule], ops, via),
+          (rules, frule, trule, ops, via) => run(mode, rules, [frule], trule, ops, via),
         ),
         { numRuns, ...replay },
       );
@@ -370,9 +410,10 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
           fc.asyncProperty(
             twoRulesEach,
             fc.tuple(failureRule, failureRule),
+            trustRule,
             fc.array(op, { minLength: 1, maxLength: 40 }),
             fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
-            (rules, frules, ops, via) => run(mode, rules, frules, ops, via),
+            (rules, frules, trule, ops, via) => run(mode, rules, frules, trule, ops, via),
           ),
           { numRuns },
         );

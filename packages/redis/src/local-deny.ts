@@ -38,6 +38,12 @@ interface Entry {
   b: number;
   /** lockoutMs (failures), 0 for windows. */
   c: number;
+  /**
+   * An escalating failure rule's factor and maxLockoutMs (0 and 0 otherwise): a call under another
+   * escalation rewrites the key's expiry in Redis, so it is Redis' to answer.
+   */
+  f: number;
+  m: number;
   /** When Redis decided at the latest: the local time the request was sent. */
   from: number;
   /** `from + maxStaleMs`: after this the entry answers nothing. */
@@ -80,6 +86,8 @@ export class LocalDeny {
     b: number,
     c: number,
     now: number,
+    f = 0,
+    m = 0,
   ): Entry | undefined {
     const e = this.#map.get(key);
     if (e === undefined) return undefined;
@@ -87,7 +95,9 @@ export class LocalDeny {
       this.#map.delete(key);
       return undefined;
     }
-    return e.kind === kind && e.a === a && e.b === b && e.c === c ? e : undefined;
+    return e.kind === kind && e.a === a && e.b === b && e.c === c && e.f === f && e.m === m
+      ? e
+      : undefined;
   }
 
   /**
@@ -125,7 +135,17 @@ export class LocalDeny {
   /** The local answer to a failure operation on `key` (all three answer a lockout alike). */
   failure(key: string, rule: FailureRule, now: number): Decision | undefined {
     if (this.#map.size === 0) return undefined;
-    const e = this.#live(key, LOCK, rule.maxAttempts, rule.windowMs, rule.lockoutMs, now);
+    const x = rule.escalate;
+    const e = this.#live(
+      key,
+      LOCK,
+      rule.maxAttempts,
+      rule.windowMs,
+      rule.lockoutMs,
+      now,
+      x?.factor,
+      x?.maxLockoutMs,
+    );
     if (e === undefined) return undefined;
     this.answered++;
     const left = e.until - now;
@@ -204,7 +224,19 @@ export class LocalDeny {
   learnFailure(key: string, rule: FailureRule, d: Decision, from: number): void {
     if (d.reason === 'locked' && key.length <= MAX_DENY_KEY_LENGTH) {
       const until = from + d.retryAfterMs;
-      this.#set(key, LOCK, rule.maxAttempts, rule.windowMs, rule.lockoutMs, from, until, until);
+      const x = rule.escalate;
+      this.#set(
+        key,
+        LOCK,
+        rule.maxAttempts,
+        rule.windowMs,
+        rule.lockoutMs,
+        from,
+        until,
+        until,
+        x?.factor,
+        x?.maxLockoutMs,
+      );
       return;
     }
     this.#map.delete(key);
@@ -219,12 +251,25 @@ export class LocalDeny {
     from: number,
     until: number,
     resetAt: number,
+    f = 0,
+    m = 0,
   ): void {
     if (until <= from) {
       this.#map.delete(key);
       return;
     }
-    const entry: Entry = { kind, a, b, c, from, staleAt: from + this.maxStaleMs, until, resetAt };
+    const entry: Entry = {
+      kind,
+      a,
+      b,
+      c,
+      f,
+      m,
+      from,
+      staleAt: from + this.maxStaleMs,
+      until,
+      resetAt,
+    };
     // Re-inserted at the end: insertion order stays the order entries were learnt in.
     if (!this.#map.delete(key) && this.#map.size >= this.maxEntries) {
       // Full: the entry learnt longest ago goes (its staleness cap is the soonest). O(1).

@@ -651,7 +651,10 @@ export class RedisStore implements Store {
         checked.forEach((reply, n) => {
           const key = (batch[n] as { key: string }).key;
           // A lockout this process saw is clamped under this rule as Redis' was (a check would
-          // do both); the listing says what Redis holds.
+          // do both); the listing says what Redis holds. A lockout the read cut short (clamped
+          // under this rule's own bound, say an escalation step) is forgotten everywhere, as
+          // after a check.
+          if (reply[5] === 1) this.#shortened(key);
           this.#seen.left(key, rule, this.#clock.now());
           // What the deny table learnt under another rule may no longer be what Redis holds.
           this.#deny?.delete(key);
@@ -950,8 +953,14 @@ export class RedisStore implements Store {
     if (denied !== undefined) return Promise.resolve(denied);
     const epoch = this.#epoch;
     // During a lockout this process has seen, a failure counts nothing and a success clears
-    // nothing, even in a Redis that lost the lockout: Redis is only asked for its state.
-    const sent = op !== 'k' && this.#seen.left(key, rule, this.#clock.now()) > 0 ? 'k' : op;
+    // nothing, even in a Redis that lost the lockout: Redis is only asked for its state (a
+    // failure as `v`, which re-rules the expiry of a lockout in force, as a counted one would).
+    const sent =
+      op !== 'k' && this.#seen.left(key, rule, this.#clock.now()) > 0
+        ? op === 's'
+          ? 'k'
+          : 'v'
+        : op;
     const args = this.#args(
       key,
       sent,

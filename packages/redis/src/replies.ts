@@ -91,7 +91,7 @@ export function windowReplyValid(
  * A failure operation of the script: check, record a failure, record a distinct failure, record a
  * success, write back, ban.
  */
-export type FailureOp = 'k' | 'r' | 'd' | 's' | 'w' | 'b';
+export type FailureOp = 'k' | 'r' | 'd' | 's' | 'w' | 'b' | 'v';
 
 /** The longest earned lockout of `rule`: `lockoutMs`, or an escalated one up to `maxLockoutMs`. */
 export function longestLockout(rule: FailureRule): number {
@@ -100,7 +100,8 @@ export function longestLockout(rule: FailureRule): number {
 }
 
 /**
- * Whether `reply` is a well-formed answer to a failure operation: integers; a lockout refuses with
+ * Whether `reply` is a well-formed answer to a failure operation (`v` answers as a check):
+ * integers; a lockout refuses with
  * remaining 0 and retryAfterMs = resetMs within [1, lockoutMs] (exactly lockoutMs when this call
  * started it, which only a recorded failure can; an escalating rule's within [1, its longest
  * lockout], at least lockoutMs when this call or this read started it); an open answer waits 0,

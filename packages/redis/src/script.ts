@@ -15,7 +15,9 @@ import { createHash } from 'node:crypto';
  *          during an outage; `x` followed by an algorithm or `l` (failures) re-stamps a key under
  *          a reconfigured rule (`xl` sends the old windowMs as ARGV[5], so its time is ARGV[6]);
  *          `b` bans a key by hand for ARGV[5] ms (its time is ARGV[6]); `d` records a failure
- *          against the member ARGV[5] of a distinct log (its time is ARGV[6]); `i` lists a lockout
+ *          against the member ARGV[5] of a distinct log (its time is ARGV[6]); `v` is a failure
+ *          during a lockout the caller has seen (a check, that re-rules the expiry of a lockout in
+ *          force as `r` does); `i` lists a lockout
  *          in the lockout index KEYS[1] (ARGV[2] member, ARGV[3] ms left, ARGV[4] the member to drop).
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
  *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
@@ -707,7 +709,9 @@ local function pack()
 end
 
 -- MemoryStore's #put (after a record, a ban, a write-back): the expiry follows this rule.
-local put = code == 'r' or code == 'd' or code == 'w' or code == 'b'
+-- 'v' is a failure during a lockout the caller saw: counted as nothing either way (a check when
+-- Redis holds no lockout), it rewrites the expiry of one in force as a recorded failure does.
+local put = code == 'r' or code == 'd' or code == 'w' or code == 'b' or code == 'v'
 if code == 'w' then
   -- Write back a lockout the fallback started during an outage, with its remaining time: the
   -- longer of Redis' own lockout and this one stands. It is an earned lockout: its step grows

@@ -1,0 +1,176 @@
+// The auth layers on a real Redis Cluster (3 primaries + 3 replicas): each layer key is its own
+// one-key script on the primary of its slot (the pair, account and scope keys of one attempt land
+// on different primaries), the trust table's keys share one slot, and a gate over the Cluster
+// answers a random attempt sequence exactly as a gate over a MemoryStore does.
+import { MemoryStore, type Store } from '@portcullis/core';
+import { type AuthGateOptions, createAuthGate, type GateResult } from '@portcullis/core/adapter';
+import { manualClock } from '@portcullis/core/testing';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStore } from '../../packages/redis/src/index.js';
+import { trustKeys } from '../../packages/redis/src/trust-script.js';
+import { uniquePrefix } from '../redis/helpers.js';
+import {
+  type Cluster,
+  command,
+  connectCluster,
+  describeWithRedis,
+  keySlot,
+  type StoreClient,
+  slotOwners,
+  startCluster,
+} from './harness.js';
+
+interface Attempt {
+  readonly client: number;
+  readonly account: number;
+  readonly outcome: 'ok' | 'invalid' | 'missing';
+}
+
+const OPTIONS: Partial<AuthGateOptions<Attempt>> = {
+  maxAttempts: 3,
+  windowMs: 1000,
+  lockoutMs: 2000,
+  escalate: { factor: 2, maxLockoutMs: 5000 },
+  accountLimits: {
+    pair: { maxAttempts: 2, lockoutMs: 1500 },
+    account: { maxAttempts: 4, windowMs: 1000, lockoutMs: 3000 },
+    spray: { maxAccounts: 2, windowMs: 1000, lockoutMs: 2500 },
+  },
+  scopeBudget: { maxAttempts: 5, windowMs: 1000, lockoutMs: 2000 },
+  trustMs: 3000,
+};
+
+function gateOver(store: Store, clock: ReturnType<typeof manualClock>) {
+  return createAuthGate<Attempt>({
+    ...OPTIONS,
+    verify: (r) => r.outcome,
+    account: (r) => `user${r.account}`,
+    scope: 'password',
+    store,
+    clock,
+    timers: clock,
+  });
+}
+
+function answer(r: GateResult) {
+  return r.ok
+    ? [200]
+    : [
+        r.answer.status,
+        r.reason === 'rate_limited' ? r.decision?.layer : r.reason,
+        r.decision?.retryAfterMs ?? 0,
+      ];
+}
+
+const raw = (client: number) => ({
+  socket: { remoteAddress: `203.0.113.${client + 1}` },
+  headers: {},
+});
+
+describeWithRedis('auth layers on a Redis Cluster', () => {
+  let cluster: Cluster;
+  let client: StoreClient;
+  let owner: (slot: number) => number;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    owner = await slotOwners(cluster);
+    client = await connectCluster('ioredis', cluster.seeds);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  it('each layer key is its own slot, on the primary that serves it; the trust table is one slot', async () => {
+    const clock = manualClock(1_800_000_000_000);
+    const prefix = uniquePrefix('cluster-layers');
+    const store = new RedisStore({
+      sendCommand: client.sendCommand,
+      prefix,
+      clock,
+      onError: 'closed',
+    });
+    const gate = gateOver(store, clock);
+    expect(answer(await gate.run(raw(0), { client: 0, account: 1, outcome: 'ok' }))).toEqual([200]);
+    expect(answer(await gate.run(raw(1), { client: 1, account: 1, outcome: 'invalid' }))).toEqual([
+      401,
+      'invalid',
+      0,
+    ]);
+    const keys = [
+      `${prefix}auth:password:203.0.113.2`,
+      `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
+      `${prefix}auth.spray:password:203.0.113.2`,
+      `${prefix}auth.account:password:account:user1`,
+      `${prefix}auth.scope:password:*`,
+    ];
+    const owners = new Set<number>();
+    for (const key of keys) {
+      const port = owner(keySlot(key));
+      owners.add(port);
+      expect([key, await command(port, ['EXISTS', key])]).toEqual([key, 1]);
+    }
+    // Five keys of one attempt over more than one primary: no script spans two of them.
+    expect(owners.size).toBeGreaterThan(1);
+    // The trust table: its keys share one hash tag, so one slot, on one primary (which holds them).
+    const table = trustKeys(prefix, 'auth.trust:password');
+    expect(new Set(table.map((k) => keySlot(k))).size).toBe(1);
+    const port = owner(keySlot(table[0] as string));
+    let held = 0;
+    for (const k of table) held += (await command(port, ['EXISTS', k])) as number;
+    expect(held).toBeGreaterThan(0);
+    await gate.close();
+    store.close();
+  });
+
+  it('a gate over the Cluster answers random attempts exactly as a gate over memory', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            {
+              weight: 6,
+              arbitrary: fc.record({
+                client: fc.integer({ min: 0, max: 3 }),
+                account: fc.integer({ min: 0, max: 3 }),
+                outcome: fc.constantFrom(
+                  'ok' as const,
+                  'invalid' as const,
+                  'invalid' as const,
+                  'missing' as const,
+                ),
+              }),
+            },
+            { weight: 2, arbitrary: fc.integer({ min: 0, max: 1500 }) },
+          ),
+          { minLength: 30, maxLength: 80 },
+        ),
+        async (ops) => {
+          const clock = manualClock(1_800_000_000_000);
+          const memory = gateOver(new MemoryStore({ clock, timers: clock }), clock);
+          const store = new RedisStore({
+            sendCommand: client.sendCommand,
+            prefix: uniquePrefix('cluster-layers'),
+            clock,
+            onError: 'closed',
+          });
+          const gate = gateOver(store, clock);
+          for (const op of ops) {
+            if (typeof op === 'number') {
+              clock.advance(op);
+              continue;
+            }
+            const want = answer((await memory.run(raw(op.client), op)) as GateResult);
+            expect(answer(await gate.run(raw(op.client), op))).toEqual(want);
+          }
+          await memory.close();
+          await gate.close();
+          store.close();
+        },
+      ),
+      { numRuns: 10 },
+    );
+  }, 120_000);
+});

@@ -85,6 +85,7 @@ const OUTPUT: Record<string, string[]> = {
     'PORTCULLIS_NAME_CLASH: Portcullis: two limiters named "api" share one store with different numbers (fixed-window 100 per 60000 ms and fixed-window 10 per 60000 ms); they count the same keys under different rules. Give each its own "name".',
     'PORTCULLIS_DUPLICATE_POLICY: Portcullis: two rateLimit middlewares named "default" limited one request (it is counted twice); give each a distinct name',
   ],
+  'express-defence-in-depth.mjs': defence(),
   'express-config-errors.mjs': [
     'PortcullisConfigError ERR_PORTCULLIS_UNKNOWN_OPTION: rateLimit: unknown option "windowMS" (did you mean "windowMs"?)',
     'PortcullisConfigError ERR_PORTCULLIS_OPTIONS: authGuard: option "options" must be flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options", got an object',
@@ -96,6 +97,7 @@ const OUTPUT: Record<string, string[]> = {
   'express-reconfigure.mjs': reconfigured(),
   'express-stacked.mjs': stacked(),
   'express-usage.mjs': usage(94),
+  'fastify-defence-in-depth.mjs': defence(),
   'fastify-hook.mjs': [
     'key-alice: 200 "default";r=1;t=60',
     'key-alice: 200 "default";r=0;t=60',
@@ -114,6 +116,7 @@ const OUTPUT: Record<string, string[]> = {
     'search: 200 200 429 health: 200 null',
     'quota: 100 98 "default";r=98;t=60',
   ],
+  'fetch-defence-in-depth.mjs': defence(),
   'fetch-runtimes.mjs': [
     'bun: 203.0.113.1',
     'deno: 2001:db8:1:2::/64',
@@ -123,6 +126,7 @@ const OUTPUT: Record<string, string[]> = {
   ],
   'fetch-reconfigure.mjs': reconfigured(),
   'fetch-usage.mjs': ['login: 401 401 401 429 600', 'quota: 203.0.113.9 99 "default";r=99;t=60'],
+  'hono-defence-in-depth.mjs': defence(),
   'hono-runtimes.mjs': [
     'bun: 203.0.113.1',
     'deno: 2001:db8:1:2::/64',
@@ -131,6 +135,7 @@ const OUTPUT: Record<string, string[]> = {
   ],
   'hono-reconfigure.mjs': reconfigured(),
   'hono-usage.mjs': usage(99),
+  'koa-defence-in-depth.mjs': defence(),
   'koa-outcomes.mjs': [
     '204 "search";r=2;t=60',
     '204 "search";r=2;t=60',
@@ -191,6 +196,12 @@ const OUTPUT: Record<string, string[]> = {
     '31: error -32029 rate limit exceeded for plugins.install; retry after 60s',
     'null: error -32603 internal error',
   ],
+  'ws-defence-in-depth.mjs': [
+    'lockout: pair 203.0.113.7 alice',
+    'alice from 203.0.113.7: 1008 AUTH_INVALID, 1008 AUTH_INVALID, 1008 AUTH_INVALID, 1008 AUTH_RATE_LIMITED 3600s',
+    'bob from 203.0.113.7: ok',
+    'alice from 198.51.100.9: ok',
+  ],
   'ws-connect-auth.mjs': [
     '1008 AUTH_INVALID',
     '1008 AUTH_INVALID',
@@ -211,6 +222,15 @@ const OUTPUT: Record<string, string[]> = {
 };
 
 // The same example in each HTTP adapter prints the same lines.
+function defence(): string[] {
+  return [
+    'lockout: pair 203.0.113.7 alice',
+    'alice from 203.0.113.7: 401 401 401 429 3600',
+    'bob from 203.0.113.7: 200',
+    'alice from 198.51.100.9: 200',
+  ];
+}
+
 function usage(remaining: number): string[] {
   return [
     'login: 401 401 401 429 600',

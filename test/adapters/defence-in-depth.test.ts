@@ -100,7 +100,7 @@ describe.each(frameworks)('authGuard defence in depth — $name', (fw) => {
         ['pair', '203.0.113.5'],
         ['client', '192.0.2.50'],
       ]);
-      const expected = { ...stable(client), 'retry-after': '3600' };
+      const expected: Record<string, string> = { ...stable(client), 'retry-after': '3600' };
       if (expected['content-length'] !== undefined)
         expected['content-length'] = String(Buffer.byteLength(pair.text));
       expect(stable(pair)).toEqual(expected);

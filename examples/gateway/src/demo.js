@@ -18,6 +18,7 @@ import {
 import { connect } from './client.js';
 import { loadConfig } from './config.js';
 import { createGateway, SESSION_METHOD } from './gateway.js';
+import { SCOPE_BUDGET } from './limits.js';
 import { createMemoryLogger } from './logger.js';
 import { DEFAULT_CONFIG } from './main.js';
 
@@ -137,7 +138,7 @@ export async function runDemo(options = {}) {
 
   /** @type {StepResult[]} */
   const steps = [];
-  const TOTAL = 11;
+  const TOTAL = 12;
 
   /**
    * @param {string} title
@@ -545,6 +546,83 @@ export async function runDemo(options = {}) {
           `the page's lockout (${seconds(browser.untilMs)} left), the webhook lockout, the blocked config.patch bucket, ${s.refused.length} refusals${live}`,
         ),
       };
+    });
+
+    await step('a botnet through a proxy, a trusted client still in', async () => {
+      // Its own gateway, behind a reverse proxy on this machine (trustedProxies 127.0.0.1, so the
+      // demo's connects from 127.0.0.1 speak for the address in X-Forwarded-For): the soft lock it
+      // earns lasts an hour, and would refuse every new client of the gateway it ran against.
+      if (!inProcess)
+        return {
+          skip: `it would put the shared secret of ${httpUrl} under attack for an hour (new clients refused); it runs with the demo's own gateway`,
+        };
+      const behind = structuredClone(config);
+      behind.gateway.trustedProxies = ['127.0.0.1'];
+      const proxied = createGateway({ config: behind, logger: createMemoryLogger() });
+      try {
+        const base = (await proxied.listen({ port: 0 })).url;
+        const proxiedWs = `${base.replace(/^http/, 'ws')}/`;
+        const via = (/** @type {string} */ ip) => ({ 'x-forwarded-for': `${ip}, 127.0.0.1` });
+        const operator = '203.0.113.50';
+        const first = await connect(proxiedWs, { headers: via(operator), auth: { token } });
+        expect(first.frame.ok === true, `hello-ok for ${operator} before the attack`, first.frame);
+        first.client.close();
+        // One wrong guess per address: the client limiter never sees a second one.
+        const bots = SCOPE_BUDGET.maxAttempts;
+        const bot = (/** @type {number} */ n) => `198.18.${Math.floor(n / 250)}.${(n % 250) + 1}`;
+        let invalid = 0;
+        for (let n = 0; n < bots; n += 25) {
+          const batch = [];
+          for (let i = n; i < Math.min(n + 25, bots); i++)
+            batch.push(connect(proxiedWs, { headers: via(bot(i)), auth: { token: `guess-${i}` } }));
+          for (const r of await Promise.all(batch)) {
+            expect(
+              r.frame.error?.details?.code === 'AUTH_INVALID' && r.close?.code === 1008,
+              'every guess AUTH_INVALID and close 1008',
+              r.frame,
+            );
+            invalid += 1;
+          }
+        }
+        const newcomer = '198.51.100.77';
+        const fresh = await connect(proxiedWs, { headers: via(newcomer), auth: { token } });
+        const waitMs = fresh.frame.error?.retryAfterMs;
+        expect(
+          JSON.stringify(fresh.frame) ===
+            JSON.stringify({
+              type: 'res',
+              id: 'c1',
+              ok: false,
+              error: authRateLimitedError(waitMs),
+            }) &&
+            waitMs > SCOPE_BUDGET.lockoutMs - 60_000 &&
+            waitMs <= SCOPE_BUDGET.lockoutMs &&
+            fresh.close?.code === 1008,
+          `the right token from ${newcomer}, never seen before: the exact authRateLimitedError frame and close 1008`,
+          fresh.frame,
+        );
+        const again = await connect(proxiedWs, { headers: via(operator), auth: { token } });
+        expect(again.frame.ok === true, `hello-ok for ${operator}, trusted`, again.frame);
+        again.client.close();
+        const res = await fetch(`${base}/status.json`, {
+          headers: { authorization: `Bearer ${token}`, ...via(operator) },
+        });
+        expect(res.status === 200, `/status.json → 200 for ${operator}`, res.status);
+        const s = /** @type {any} */ (await res.json());
+        const row = s.underAttack?.active.find(
+          (/** @type {{ layer: string, scope: string }} */ a) =>
+            a.layer === 'scope' && a.scope === 'shared-secret',
+        );
+        expect(row !== undefined, 'shared-secret under attack on the status page', s.underAttack);
+        const minutes = (/** @type {number} */ ms) => `${Math.round(ms / 60_000)} min`;
+        const budget = `${bots} / ${minutes(SCOPE_BUDGET.windowMs)}`;
+        return {
+          json: `gateway behind a proxy on 127.0.0.1 (trustedProxies ["127.0.0.1"]): ${operator} logs in; ${bots} addresses × 1 wrong token (X-Forwarded-For) → ${invalid} × AUTH_INVALID, the scope budget (${budget}) spent; the right token from ${newcomer} → ${show(fresh.frame)} + close ${fresh.close?.code}; from ${operator} → hello-ok ${show(again.frame.payload.auth)}; /status.json underAttack ${show(row)}`,
+          text: `${said(`${bots} addresses × 1 wrong token through a proxy on 127.0.0.1`, `${invalid} × AUTH_INVALID: its budget (${budget}) spent, the shared secret is under attack for ${minutes(row.untilMs)}`)}; ${said(`the right token from a new address`, 'AUTH_RATE_LIMITED (close 1008)')}; ${said('from one that logged in before', 'hello-ok')}`,
+        };
+      } finally {
+        await proxied.close();
+      }
     });
 
     await step('a lockout ends', async () => {

@@ -284,13 +284,8 @@ describe('the status board: soft lockouts apart from hard ones', () => {
     );
     // The refused list names the layers' lockouts as they started.
     const started = s.refused
-      .filter((e: { event: string }) => e.event === 'lockout')
-      .map((e: { limiter: string; scope: string; key: string; detail?: string }) => [
-        e.limiter,
-        e.scope,
-        e.key,
-        e.detail,
-      ]);
+      .filter((e) => e.event === 'lockout')
+      .map((e) => [e.limiter, e.scope, e.key, e.detail]);
     expect(started).toEqual([
       ['auth', 'password', '203.0.113.9', undefined],
       [

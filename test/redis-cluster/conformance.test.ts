@@ -6,7 +6,13 @@
 // - the property test of packages/redis/src/equivalence.test.ts, with its keys on three different
 //   primaries: random sequences of every operation over random rules and clock steps give
 //   decisions equal field for field to MemoryStore's.
-import { type Decision, type FailureRule, MemoryStore, type WindowRule } from '@portcullis/core';
+import {
+  type Decision,
+  type FailureRule,
+  MemoryStore,
+  type TrustRule,
+  type WindowRule,
+} from '@portcullis/core';
 import { describeStoreConformance, manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,9 +21,11 @@ import {
   oneRuleEach,
   type Op as SharedOp,
   opArb,
+  trustRule,
   twoRulesEach,
 } from '../../packages/redis/src/equivalence-ops.test-util.js';
 import { RedisStore } from '../../packages/redis/src/index.js';
+import { trustKeys } from '../../packages/redis/src/trust-script.js';
 import { uniquePrefix } from '../redis/helpers.js';
 import {
   type Cluster,
@@ -105,6 +113,44 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
         }
       });
 
+      it("keeps each trust table in one hash slot: its five keys share a slot (CLUSTER KEYSLOT), on that slot's primary", async () => {
+        const prefix = uniquePrefix(`trust-${kind}`);
+        const store = new RedisStore({
+          sendCommand: client.sendCommand,
+          prefix,
+          onError: 'closed',
+        });
+        const rule = { trustMs: 60_000, maxTrusted: 10 };
+        try {
+          // Tables whose names would put their keys on different slots, `}` and `%` included.
+          const tables = ['auth', 'auth.scope:gateway', 'a}b', '100%', '{x}'];
+          const primariesUsed = new Set<number>();
+          for (const table of tables) {
+            await store.trust(table, 'a:alice', '203.0.113.7', rule);
+            expect(await store.trusted(table, '203.0.113.7', ['a:alice', 's'], rule)).toEqual([
+              true,
+              false,
+            ]);
+            const keys = trustKeys(prefix, table);
+            const slots = new Set<number>();
+            for (const key of keys) {
+              slots.add(Number(await command(primaries[0] as number, ['CLUSTER', 'KEYSLOT', key])));
+            }
+            expect(slots.size).toBe(1);
+            const [slot] = [...slots] as [number];
+            expect(slot).toBe(keySlot(keys[0] as string));
+            const port = owner(slot);
+            primariesUsed.add(port);
+            // Asked directly: every key of the table that holds data lives on that primary.
+            for (const key of keys) expect(await command(port, ['EXISTS', key])).toBe(1);
+          }
+          expect(primariesUsed.size).toBeGreaterThan(1);
+          expect(store.degraded).toBe(false);
+        } finally {
+          store.close();
+        }
+      });
+
       describeStoreConformance(
         `RedisStore on Redis Cluster (${kind})`,
         () => {
@@ -127,7 +173,12 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
       );
 
       /** Runs `ops` on MemoryStore and on the cluster; every decision must be equal. */
-      async function run(rules: WindowRule[], frules: FailureRule[], ops: Op[]): Promise<void> {
+      async function run(
+        rules: WindowRule[],
+        frules: FailureRule[],
+        trule: TrustRule,
+        ops: Op[],
+      ): Promise<void> {
         const clock = manualClock(1_700_000_000_000);
         const prefix = uniquePrefix(`equiv-${kind}`);
         // One key per primary.
@@ -214,6 +265,31 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
                 await same(redis.recordSuccess(k, frule), memory.recordSuccess(k, frule));
                 break;
               }
+              case 'distinct': {
+                const frule = failureRuleOf(o.frule);
+                await same(
+                  redis.recordDistinct(k, o.member, frule),
+                  memory.recordDistinct(k, o.member, frule),
+                );
+                break;
+              }
+              case 'trust': {
+                // Two tables: on a Cluster, each on its own slot.
+                const table = `t${o.table}`;
+                memory.trust(table, `g${o.group}`, `m${o.member}`, trule);
+                await redis.trust(table, `g${o.group}`, `m${o.member}`, trule);
+                expect(redis.degraded).toBe(false);
+                break;
+              }
+              case 'trusted': {
+                const table = `t${o.table}`;
+                const groups = o.groups.map((g) => `g${g}`);
+                expect(await redis.trusted(table, `m${o.member}`, groups, trule)).toEqual(
+                  memory.trusted(table, `m${o.member}`, groups, trule),
+                );
+                expect(redis.degraded).toBe(false);
+                break;
+              }
               case 'delete':
                 await redis.delete(k);
                 memory.delete(k);
@@ -244,8 +320,9 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
           fc.asyncProperty(
             oneRuleEach,
             failureRule,
+            trustRule,
             fc.array(op, { minLength: 1, maxLength: 40 }),
-            (rules, frule, ops) => run(rules, [frule], ops),
+            (rules, frule, trule, ops) => run(rules, [frule], trule, ops),
           ),
           { numRuns: RUNS },
         );
@@ -256,8 +333,9 @@ describeWithRedis('RedisStore on a Redis Cluster (3 primaries + 3 replicas)', ()
           fc.asyncProperty(
             twoRulesEach,
             fc.tuple(failureRule, failureRule),
+            trustRule,
             fc.array(op, { minLength: 1, maxLength: 40 }),
-            (rules, frules, ops) => run(rules, frules, ops),
+            (rules, frules, trule, ops) => run(rules, frules, trule, ops),
           ),
           { numRuns: RUNS },
         );

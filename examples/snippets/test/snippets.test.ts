@@ -60,6 +60,7 @@ const OUTPUT: Record<string, string[]> = {
     '401 401 401 401 401 401 401 401 401 401 429 AUTH_RATE_LIMITED 300s',
     '200 401',
   ],
+  'core-defence-in-depth.mjs': ['account account:alice alice 3600000', 'account 3600'],
   'core-lockouts.mjs': [
     'shared-secret 203.0.113.9 client 300000 ms',
     'default 198.51.100.7 ban 3600000 ms',

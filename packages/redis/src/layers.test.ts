@@ -228,3 +228,154 @@ describe('two RedisStores on one prefix answer exactly as one process', () => {
     }
   });
 });
+
+/** Yields until the store's background probe has ended its outage (a few turns of the loop). */
+async function recovered(store: RedisStore): Promise<void> {
+  for (let i = 0; i < 1000 && store.degraded; i++) await new Promise((r) => setImmediate(r));
+  expect(store.degraded).toBe(false);
+}
+
+describe('the layers while Redis fails', () => {
+  let client: TestClient;
+  const prefixes: string[] = [];
+  beforeAll(async () => {
+    client = await ioredis.connect();
+  });
+  afterAll(async () => {
+    for (const p of prefixes) {
+      await deletePrefix(client.sendCommand, p);
+      await deletePrefix(client.sendCommand, `{${p}`);
+    }
+    await client?.close();
+  });
+
+  const trustRule: TrustRule = { trustMs: 60_000, maxTrusted: 10 };
+
+  for (const onError of ['fallback', 'open', 'closed'] as const) {
+    it(`onError '${onError}': a trust write never rejects; trusted answers ${onError === 'fallback' ? 'from the fallback store' : onError === 'open' ? 'true (open lets through)' : 'false'}`, async () => {
+      const clock = manualClock(1_000_000);
+      const prefix = uniquePrefix('layers-down');
+      prefixes.push(prefix);
+      let down = false;
+      const errors: unknown[] = [];
+      const store = new RedisStore({
+        sendCommand: (args, key) =>
+          down
+            ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'))
+            : client.sendCommand(args, key),
+        prefix,
+        clock,
+        onError,
+        logger: {
+          debug: () => {},
+          info: () => {},
+          warn: () => {},
+          error: (obj: unknown) => errors.push(obj),
+        },
+      });
+      try {
+        await store.trust('auth', 'a:alice', '192.0.2.1', trustRule);
+        down = true;
+        // The write fails: it resolves all the same, and the store logs the outage once.
+        await expect(store.trust('auth', 'a:bob', '192.0.2.2', trustRule)).resolves.toBe(undefined);
+        expect(store.degraded).toBe(true);
+        expect(errors).toHaveLength(1);
+        // During the outage: fallback asks the fallback store (which kept bob's trust, not
+        // alice's, written to Redis before), open trusts every group, closed none.
+        const answer = await store.trusted('auth', '192.0.2.2', ['a:bob', 'a:alice'], trustRule);
+        const alice = await store.trusted('auth', '192.0.2.1', ['a:alice'], trustRule);
+        if (onError === 'fallback') {
+          expect(answer).toEqual([true, false]);
+          expect(alice).toEqual([false]);
+        } else {
+          expect(answer).toEqual([onError === 'open', onError === 'open']);
+          expect(alice).toEqual([onError === 'open']);
+        }
+        // Redis answers again: what it holds answers (alice's trust survived the outage there).
+        down = false;
+        clock.advance(1000);
+        // A probe is due: the next call starts it (in the background), and its PONG ends the outage.
+        await store.checkFailures('probe', { maxAttempts: 3, windowMs: 1000, lockoutMs: 1000 });
+        await recovered(store);
+        expect(await store.trusted('auth', '192.0.2.1', ['a:alice'], trustRule)).toEqual([true]);
+      } finally {
+        store.close();
+      }
+    });
+  }
+
+  it("onError 'fallback': distinct failures count in the fallback during an outage, and the lockout it starts is written back", async () => {
+    const clock = manualClock(1_000_000);
+    const prefix = uniquePrefix('layers-spray');
+    prefixes.push(prefix);
+    let down = false;
+    const store = new RedisStore({
+      sendCommand: (args, key) =>
+        down
+          ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'))
+          : client.sendCommand(args, key),
+      prefix,
+      clock,
+      onError: 'fallback',
+    });
+    const rule: FailureRule = {
+      maxAttempts: 3,
+      windowMs: 60_000,
+      lockoutMs: 10_000,
+      escalate: { factor: 2, maxLockoutMs: 100_000 },
+    };
+    try {
+      expect(await store.recordDistinct('spray', 'a:u1', rule)).toMatchObject({
+        allowed: true,
+        remaining: 2,
+      });
+      down = true;
+      expect(await store.recordDistinct('spray', 'a:u2', rule)).toMatchObject({
+        reason: 'fallback',
+        remaining: 2,
+      });
+      expect(await store.recordDistinct('spray', 'a:u2', rule)).toMatchObject({
+        reason: 'fallback',
+        remaining: 2,
+      });
+      expect(await store.recordDistinct('spray', 'a:u3', rule)).toMatchObject({ remaining: 1 });
+      expect(await store.recordDistinct('spray', 'a:u4', rule)).toEqual({
+        allowed: false,
+        reason: 'fallback',
+        limit: 3,
+        remaining: 0,
+        retryAfterMs: 10_000,
+        resetMs: 10_000,
+        key: 'spray',
+        lockoutStarted: true,
+      });
+      down = false;
+      clock.advance(2000);
+      // Recovery: the probe's PONG ends the outage, and the fallback's lockout goes back.
+      await store.checkFailures('probe', rule);
+      await recovered(store);
+      for (
+        let i = 0;
+        i < 100 && (await client.sendCommand(['EXISTS', `${prefix}spray`])) !== 1;
+        i++
+      )
+        await new Promise((r) => setImmediate(r));
+      const other = new RedisStore({ sendCommand: client.sendCommand, prefix, clock });
+      try {
+        expect(await other.checkFailures('spray', rule)).toEqual({
+          allowed: false,
+          reason: 'locked',
+          limit: 3,
+          remaining: 0,
+          retryAfterMs: 8000,
+          resetMs: 8000,
+          key: 'spray',
+        });
+      } finally {
+        other.close();
+      }
+    } finally {
+      store.close();
+    }
+  });
+});

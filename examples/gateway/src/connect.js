@@ -65,7 +65,7 @@ export function createConnect(options) {
     scopeBudget: SCOPE_BUDGET,
   });
   // The device id is the account (core's default pair, account and spray limits); no scope
-  // budget: a device token is 32 random bytes, and what a botnet could aim at is one device.
+  // budget: a device token is 24 random bytes, and what a botnet could aim at is one device.
   const devices = createConnectAuth({ ...shared, scope: 'device-token' });
   const layerView = createLayerView(limiter, browserLimiter);
   const deviceTokens = createDeviceTokens();

@@ -52,8 +52,9 @@ export const windowRule = (algorithm: WindowRule['algorithm']): fc.Arbitrary<Win
   });
 
 /**
- * A failure rule with small numbers; one in two escalates (integer factors: a fractional one
- * makes fractional lockouts, see the Redis README), its cap sometimes below lockoutMs.
+ * A failure rule with small numbers; one in two escalates (integer factors: core's lockoutLength
+ * does not round, and a lockout of a fractional length has no integer reply), its cap sometimes
+ * below lockoutMs.
  */
 export const failureRule: fc.Arbitrary<FailureRule> = fc
   .tuple(

@@ -161,9 +161,13 @@ export interface Store {
   /**
    * Optional (the auth layers' trust needs it): `member` authenticated for `group` of trust table
    * `table` now; an earlier trust of the same pair is refreshed. The table holds at most
-   * `maxTrusted` pairs: a new pair that finds it full first forgets every expired trust, then, while
-   * still full, the oldest trust of the group that holds the most (ties: the group whose oldest
-   * trust is oldest). So a flood of successes for one group evicts that group's own trusts first.
+   * `maxTrusted` pairs. Every change of a table (a trust earned, refreshed or forgotten) is one step
+   * of its order. A new pair that finds the table full first forgets expired trusts, least
+   * recently earned first, up to the first live one; then, while still full: when the new pair's
+   * group holds at least as many trusts as the largest, that group's least recently earned trust;
+   * else the least recently earned trust of the largest group, of those the group changed longest
+   * ago. So a flood of successes for one group replaces that group's own trusts, never others'
+   * once it is as large as any. Reference: core's `trust-table.ts`.
    */
   trust?(table: string, group: string, member: string, rule: TrustRule): MaybePromise<void>;
   /**

@@ -226,6 +226,7 @@ export class AuthLayers {
   readonly #unwatch: (() => void)[] = [];
   readonly #store;
   readonly #table: string;
+  readonly #scopeTable: string;
   /** Whether any layer is on (else the gate keeps its plain path). */
   readonly active: boolean;
 
@@ -234,7 +235,10 @@ export class AuthLayers {
     const name = client.config.name;
     const store = siblingOf(client.store, 'layers');
     this.#store = store;
+    // Account trust and scope trust are two tables: in one, the scope's group (every trusted
+    // client) would always be the largest and give its trusts first to any account's new one.
     this.#table = `${name}.trust:`;
+    this.#scopeTable = `${name}.scope-trust:`;
     const limits = o.accountLimits === undefined ? {} : o.accountLimits;
     const common = {
       store,
@@ -400,24 +404,30 @@ export class AuthLayers {
       const a = acct as Decision;
       const s = sc as Decision;
       if (a.allowed && s.allowed) return { refused: undefined, pairFailures };
-      const groups = [`a:${account}`, 's'];
-      return mapMaybe(this.#trusted(client, scope, groups), ([forAccount, inScope]) => {
+      // Trust is read only now (under attack), from the tables a refusal depends on.
+      const reads: MaybePromise<readonly boolean[]>[] = [
+        withAccount ? this.#trusted(this.#table, client, scope, `a:${account}`) : NO_TRUST,
+        s.allowed ? NO_TRUST : this.#trusted(this.#scopeTable, client, scope, 's'),
+      ];
+      return mapMaybe(all(reads), ([byAccount, byScope]) => {
+        const forAccount = byAccount?.[0] === true;
+        const inScope = byScope?.[0] === true;
         const refused = worst([
-          [a.allowed || forAccount === true ? OPEN : a, 'account'],
-          [s.allowed || inScope === true || forAccount === true ? OPEN : s, 'scope'],
+          [a.allowed || forAccount ? OPEN : a, 'account'],
+          [s.allowed || inScope || forAccount ? OPEN : s, 'scope'],
         ]);
         return { refused, pairFailures };
       });
     });
   }
 
-  #trusted(client: string, scope: string, groups: string[]): MaybePromise<boolean[]> {
+  #trusted(table: string, client: string, scope: string, group: string): MaybePromise<boolean[]> {
     const store = this.#store;
     return (store.trusted as NonNullable<typeof store.trusted>).call(
       store,
-      this.#table + scope,
+      table + scope,
       client,
-      groups,
+      [group],
       this.#trust,
     );
   }
@@ -462,15 +472,14 @@ export class AuthLayers {
     const l = this.#l;
     const store = this.#store;
     const trust = store.trust as NonNullable<typeof store.trust>;
-    const table = this.#table + scope;
     const writes: MaybePromise<unknown>[] = [
       account !== undefined && pairFailures && l.pair !== undefined
         ? l.pair.recordSuccess(`${client}\u0000${account}`, scope)
         : OPEN,
-      trust.call(store, table, 's', client, this.#trust),
+      trust.call(store, this.#scopeTable + scope, 's', client, this.#trust),
     ];
     if (account !== undefined)
-      writes.push(trust.call(store, table, `a:${account}`, client, this.#trust));
+      writes.push(trust.call(store, this.#table + scope, `a:${account}`, client, this.#trust));
     return mapMaybe(all(writes), ([pair]) => {
       const p = pair as Decision;
       return p.allowed ? undefined : withLayer(p, 'pair');
@@ -483,6 +492,9 @@ export class AuthLayers {
     return closing.some(isPromise) ? Promise.all(closing).then(() => undefined) : undefined;
   }
 }
+
+/** The trust answer of a table that need not be read. */
+const NO_TRUST: readonly boolean[] = Object.freeze([false]);
 
 /** An allowed answer standing for a layer that is off. */
 const OPEN: Decision = Object.freeze({

@@ -168,6 +168,45 @@ export function layerConformance(withStore: WithStore): void {
       expect(await has('m3', 'g1')).toEqual([true]);
     }));
 
+  it('trust: among the largest groups, the one changed longest ago gives its least recently earned trust', () =>
+    withStore(async (s, advance) => {
+      const rule: TrustRule = { trustMs: 60_000, maxTrusted: 4 };
+      const put = (group: string, member: string) => s.trust?.('c', group, member, rule);
+      const has = async (pairs: [string, string][]) =>
+        Promise.all(pairs.map(async ([g, m]) => (await s.trusted?.('c', m, [g], rule))?.[0]));
+      // gA holds the oldest trust, but gB is the group that changed longest ago.
+      await put('gA', 'a1');
+      await advance(5);
+      await put('gB', 'b1');
+      await advance(1);
+      await put('gB', 'b2');
+      await advance(4);
+      await put('gA', 'a2');
+      await advance(1);
+      await put('gC', 'c1');
+      expect(
+        await has([
+          ['gA', 'a1'],
+          ['gA', 'a2'],
+          ['gB', 'b1'],
+          ['gB', 'b2'],
+          ['gC', 'c1'],
+        ]),
+      ).toEqual([true, true, false, true, true]);
+      // A refresh is a change: gB (refreshed now) is no longer the one changed longest ago.
+      await put('gB', 'b2');
+      await put('gD', 'd1');
+      expect(
+        await has([
+          ['gA', 'a1'],
+          ['gA', 'a2'],
+          ['gB', 'b2'],
+          ['gC', 'c1'],
+          ['gD', 'd1'],
+        ]),
+      ).toEqual([false, true, true, true, true]);
+    }));
+
   it('trust: a full table forgets the expired first, then the oldest of the largest group; a flood of one group replaces only its own', () =>
     withStore(async (s, advance) => {
       const put = (group: string, member: string) => s.trust?.('b', group, member, trustRule);

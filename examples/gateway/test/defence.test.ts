@@ -216,6 +216,30 @@ describe('device ids are the accounts of device tokens', () => {
     expect(other.frame.payload.device).toEqual({ id: 'phone-2' });
   });
 
+  it('locks out a client that fails against 10 devices in 10 minutes, for every device (spray)', async () => {
+    const g = await proxied();
+    const phone = await pair(g, '203.0.113.21', 'phone-2');
+    // 5 a minute, so the client limiter (10 / 60 s) never locks: only the spray layer can.
+    for (let i = 0; i < 10; i++) {
+      if (i === 5) g.clock.advance(61_000);
+      const r = await from(g, '198.51.100.7', { deviceToken: `dev_x${i}` }, `device-${i}`);
+      expect(r.frame.error).toEqual(authFailedError('invalid'));
+    }
+    // Even a right token for a device it never guessed at: the same frame, close 1008.
+    const right = await from(g, '198.51.100.7', { deviceToken: phone }, 'phone-2');
+    expect(right.frame).toEqual(refusedFrame(3_600_000));
+    expect(right.close?.code).toBe(1008);
+    expect(g.gateway.status().lockouts[0]?.active).toEqual([
+      {
+        scope: 'device-token',
+        key: '198.51.100.7',
+        untilMs: 3_600_000,
+        layer: 'spray',
+        unlock: false,
+      },
+    ]);
+  });
+
   it('counts a wrong token that names no device against one shared bucket', async () => {
     const g = await proxied();
     expect(NO_DEVICE).toBe('(no device id)');
@@ -281,6 +305,15 @@ describe('the status board: soft lockouts apart from hard ones', () => {
     );
     expect(html).toMatch(
       /<tr data-limiter="auth" data-scope="password" data-key="203.0.113.9" data-layer="client">.*<form class="unlock"/,
+    );
+    // The page served over HTTP carries the same card (to the bearer of a trusted client: the
+    // shared secret is under attack, and 203.0.113.20 logged in before it).
+    const page = await request(`${g.url}/status`, {
+      headers: { authorization: `Bearer ${TOKEN}`, ...via('203.0.113.20') },
+    });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(
+      '<tr data-layer="account" data-scope="device-token" data-account="laptop-1"><td class="nowrap"><span class="tag soft">account</span></td>',
     );
     // The refused list names the layers' lockouts as they started.
     const started = s.refused

@@ -382,6 +382,8 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     const raw = typeof subject === 'string' ? subject : subject?.key;
     if (typeof raw !== 'string')
       throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
+    // A layer limiter's subjects are keys already (a client's canonical key, an account's): no IP.
+    if (earned !== 'client') return { key: boundedKey(raw), exempt: false };
     const ip = parseIp(raw);
     if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
     const vouched = typeof subject === 'string' || subject.exempt === true;

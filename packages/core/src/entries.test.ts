@@ -52,6 +52,7 @@ describe('the entry points', () => {
         'guardMiddleware',
         'integerOption',
         'isPromise',
+        'LinkedDecision',
         'knownOutcome',
         'mapMaybe',
         'methodsOption',

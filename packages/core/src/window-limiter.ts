@@ -1,7 +1,7 @@
 import { safeLogger } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { isPromise, type MaybePromise } from './promise.js';
-import { asDryRun, type Decision, withKey } from './decision.js';
+import { asDryRun, type Decision, LinkedDecision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
 import { claimName, limiterStore, POLICY_MEMBER, restampStore } from './limiter-store.js';
@@ -124,17 +124,6 @@ export function checkCost(cost: unknown): number {
 }
 
 /**
- * Where an allowed decision this limiter copied points back at the store's own (a refund hands the
- * store what it made). A non-enumerable property, not a WeakMap: an entry per allowed decision in
- * a WeakMap cost about 1 µs of CPU and garbage collection per decision on Redis (bench/NOTES.md),
- * and a non-enumerable symbol is invisible to spreads, JSON and deep equality, as a WeakMap was.
- */
-const MADE: unique symbol = Symbol('portcullis.made');
-
-/** A decision that may carry {@link MADE}. */
-type Traced = Decision & { readonly [MADE]?: Decision };
-
-/**
  * Creates a window limiter. `fixed-window` is anchored at a key's first call and refused calls are
  * free; `sliding-window` is the weighted two-window counter; `token-bucket` refills continuously.
  * @throws {PortcullisConfigError} for a wrong or unknown option
@@ -201,9 +190,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
    * without the namespace, a dry run's flag): a refund hands the store what it made.
    */
   function traced(made: Decision, out: Decision): Decision {
-    if (out !== made && made.allowed && Object.isExtensible(out))
-      Object.defineProperty(out, MADE, { value: made });
-    return out;
+    return out !== made && made.allowed ? new LinkedDecision(out, out.key, made) : out;
   }
 
   function keyOf(key: string): string {
@@ -228,7 +215,15 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
           if (cost !== 1) checkCost(cost);
           const k = keyOf(key);
           const d = store.consume(namespace + k, rule, cost);
-          if (isPromise(d)) return d.then((r) => traced(r, finish(k, r)));
+          if (isPromise(d))
+            return d.then(
+              (r): Decision =>
+                // The plain allowed answer, copied once under the limiter's key and linked to the
+                // store's own (a refund hands it back); anything else goes through finish().
+                r.allowed && !dryRun && !channels.decision.hasSubscribers
+                  ? new LinkedDecision(r, k, r)
+                  : traced(r, finish(k, r)),
+            );
           // portcullis:decision (metrics): counted only while someone listens.
           return d.allowed && !dryRun && namespace === '' && !channels.decision.hasSubscribers
             ? d
@@ -249,7 +244,8 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       if (cost !== 1) checkCost(cost);
       const ago = Math.max(0, agoMs) || 0;
       const k = namespace + keyOf(key);
-      const made = spent === undefined ? undefined : ((spent as Traced)[MADE] ?? spent);
+      const made =
+        spent === undefined ? undefined : ((LinkedDecision.linkOf(spent) as Decision) ?? spent);
       return made === undefined
         ? store.refund(k, rule, cost, ago)
         : store.refund(k, rule, cost, ago, made);

@@ -119,6 +119,11 @@ export interface ConnectAuth {
   readonly limiter: FailureLimiter;
   /** The limiter for browser clients (requests with `Origin`). */
   readonly browserLimiter: FailureLimiter;
+  /**
+   * The defence-in-depth layers' limiters (pair, account, spray, scope; empty when off): their
+   * `lockouts()` list each layer's lockouts (docs/design.md#defence-in-depth).
+   */
+  readonly layers: readonly FailureLimiter[];
   /** Changes the numbers in force without a restart (history and earned lockouts kept). */
   reconfigure(partial: FailureLimiterReconfig): void;
   /** Closes the limiters this instance created (not the ones you passed). */
@@ -222,6 +227,7 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
     },
     limiter: gate.limiter,
     browserLimiter: gate.browserLimiter,
+    layers: gate.layers,
     reconfigure: gate.reconfigure,
     close: gate.close,
   };

@@ -10,7 +10,7 @@
 // token names its device, whose id is the account (pair, account and spray layers). The budget is
 // an option of the whole connect auth, so there are two, sharing the client limiters: one for the
 // two secrets, one for device tokens.
-import { createAuthGate, isPromise } from '@portcullis/core/adapter';
+import { isPromise } from '@portcullis/core/adapter';
 import { createConnectAuth } from '@portcullis/ws';
 import { SCOPE_BUDGET } from './limits.js';
 import { invalidRequest, isObject, isRequest, sendError } from './protocol.js';
@@ -67,7 +67,6 @@ export function createConnect(options) {
   // The device id is the account (core's default pair, account and spray limits); no scope
   // budget: a device token is 24 random bytes, and what a botnet could aim at is one device.
   const devices = createConnectAuth({ ...shared, scope: 'device-token' });
-  const layerView = createLayerView(limiter, browserLimiter);
   const deviceTokens = createDeviceTokens();
 
   /**
@@ -222,9 +221,10 @@ export function createConnect(options) {
      * The defence-in-depth layers' limiters (pair, account, spray, scope): their `lockouts()` list
      * what both connect auths (and the /status bearer check) earned.
      */
-    layers: layerView.layers,
+    // The scope layer is the secrets', the pair, account and spray layers the devices'.
+    layers: [...secrets.layers, ...devices.layers],
     handshake,
-    close: () => Promise.all([secrets.close(), devices.close(), layerView.close()]),
+    close: () => Promise.all([secrets.close(), devices.close()]),
   };
 }
 
@@ -241,20 +241,4 @@ function refusedDetail(layer) {
     return 'connect refused: AUTH_RATE_LIMITED, close 1008';
   const soft = layer === 'account' || layer === 'scope';
   return `connect refused by the ${layer} layer${soft ? ' (under attack, untrusted client)' : ''}: AUTH_RATE_LIMITED, close 1008`;
-}
-
-/**
- * A gate that never decides, over the same client limiter: its layer limiters have the names and
- * numbers of the connect auths' and read the same store, so their `lockouts()` list every layer
- * lockout (and `reset` would lift one). Needed because @portcullis/ws' ConnectAuth does not hand
- * out its gate's `layers` (core's AuthGate does).
- * @param {FailureLimiter} limiter
- * @param {FailureLimiter} browserLimiter
- * @returns {Pick<AuthGate<unknown>, 'layers' | 'close'>}
- */
-function createLayerView(limiter, browserLimiter) {
-  return createAuthGate(
-    { limiter, browserLimiter, scopeBudget: SCOPE_BUDGET },
-    { where: 'the gateway layer view', needsVerify: false, accountPerCall: true },
-  );
 }

@@ -18,7 +18,6 @@ import { METHODS } from './rpc.js';
 import { compareSecret, createDeviceTokens } from './secrets.js';
 
 /** @import { AuthOutcome, ClientInfo, FailureLimiter } from '@portcullis/core' */
-/** @import { AuthGate } from '@portcullis/core/adapter' */
 /** @import { ConnectAuthResult } from '@portcullis/ws' */
 /** @import { IncomingMessage } from 'node:http' */
 /** @import { WebSocket } from 'ws' */

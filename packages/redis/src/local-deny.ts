@@ -44,6 +44,12 @@ interface Entry {
    */
   f: number;
   m: number;
+  /**
+   * A lockout learnt from a call that wrote the key under exactly this rule (a failure, a ban):
+   * only then is a failure answered locally, since a failure during a lockout re-rules the key's
+   * expiry in Redis (as in memory) and the last write may have been another rule's.
+   */
+  ruled: boolean;
   /** When Redis decided at the latest: the local time the request was sent. */
   from: number;
   /** `from + maxStaleMs`: after this the entry answers nothing. */
@@ -91,8 +97,14 @@ export class LocalDeny {
   ): Entry | undefined {
     const e = this.#map.get(key);
     if (e === undefined) return undefined;
-    if (now < e.from || now >= e.until || now >= e.staleAt) {
+    if (now < e.from || now >= e.until) {
       this.#map.delete(key);
+      return undefined;
+    }
+    // A stale lockout answers nothing but stays until Redis' answer replaces it: that answer
+    // (a check's) keeps what the entry knew of the rule the key was last written under.
+    if (now >= e.staleAt) {
+      if (e.kind !== LOCK) this.#map.delete(key);
       return undefined;
     }
     return e.kind === kind && e.a === a && e.b === b && e.c === c && e.f === f && e.m === m
@@ -132,8 +144,12 @@ export class LocalDeny {
     };
   }
 
-  /** The local answer to a failure operation on `key` (all three answer a lockout alike). */
-  failure(key: string, rule: FailureRule, now: number): Decision | undefined {
+  /**
+   * The local answer to a failure operation on `key` (every one answers a lockout alike), or
+   * undefined when Redis must decide; `counts`: a failure, answered only from an entry learnt
+   * from a write under this rule.
+   */
+  failure(key: string, rule: FailureRule, now: number, counts: boolean): Decision | undefined {
     if (this.#map.size === 0) return undefined;
     const x = rule.escalate;
     const e = this.#live(
@@ -146,7 +162,7 @@ export class LocalDeny {
       x?.factor,
       x?.maxLockoutMs,
     );
-    if (e === undefined) return undefined;
+    if (e === undefined || (counts && !e.ruled)) return undefined;
     this.answered++;
     const left = e.until - now;
     return {
@@ -220,11 +236,25 @@ export class LocalDeny {
     if (!frozen) this.#map.delete(key);
   }
 
-  /** Learns from a failure decision sent at `from`: a lockout refuses every call until it ends. */
-  learnFailure(key: string, rule: FailureRule, d: Decision, from: number): void {
+  /**
+   * Learns from a failure decision sent at `from`: a lockout refuses every call until it ends.
+   * `wrote`: the call re-ruled the key (a failure, a ban); else (a check, a success) an entry that
+   * was learnt from a write under this very rule stays one.
+   */
+  learnFailure(key: string, rule: FailureRule, d: Decision, from: number, wrote: boolean): void {
     if (d.reason === 'locked' && key.length <= MAX_DENY_KEY_LENGTH) {
       const until = from + d.retryAfterMs;
       const x = rule.escalate;
+      const known = wrote ? undefined : this.#map.get(key);
+      const ruled =
+        wrote ||
+        (known?.ruled === true &&
+          known.kind === LOCK &&
+          known.a === rule.maxAttempts &&
+          known.b === rule.windowMs &&
+          known.c === rule.lockoutMs &&
+          known.f === (x?.factor ?? 0) &&
+          known.m === (x?.maxLockoutMs ?? 0));
       this.#set(
         key,
         LOCK,
@@ -236,6 +266,7 @@ export class LocalDeny {
         until,
         x?.factor,
         x?.maxLockoutMs,
+        ruled,
       );
       return;
     }
@@ -253,6 +284,7 @@ export class LocalDeny {
     resetAt: number,
     f = 0,
     m = 0,
+    ruled = false,
   ): void {
     if (until <= from) {
       this.#map.delete(key);
@@ -265,6 +297,7 @@ export class LocalDeny {
       c,
       f,
       m,
+      ruled,
       from,
       staleAt: from + this.maxStaleMs,
       until,

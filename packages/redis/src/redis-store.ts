@@ -546,7 +546,7 @@ export class RedisStore implements Store {
     return this.#script(args, (r) => failureReplyValid(r, rule, 'b')).then(
       (reply) => {
         const d = this.#failureDecision(reply, rule, key, 'k', epoch === this.#epoch);
-        if (epoch === this.#epoch) this.#deny?.learnFailure(key, rule, d, from);
+        if (epoch === this.#epoch) this.#deny?.learnFailure(key, rule, d, from, true);
         if (reply[0] !== 0) return d;
         // An operator's ban resolves once it is listed too (a CLI exits right after it), and with
         // `durability` once a replica has it.
@@ -949,7 +949,7 @@ export class RedisStore implements Store {
     const from = this.#clock.now();
     // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
     // nothing, so every operation gets the same answer Redis would give.
-    const denied = this.#deny?.failure(key, rule, from);
+    const denied = this.#deny?.failure(key, rule, from, op === 'r' || op === 'd');
     if (denied !== undefined) return Promise.resolve(denied);
     const epoch = this.#epoch;
     // During a lockout this process has seen, a failure counts nothing and a success clears
@@ -976,7 +976,8 @@ export class RedisStore implements Store {
         const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
         const deny = this.#deny;
         if (deny !== undefined) {
-          if (epoch === this.#epoch) deny.learnFailure(key, rule, d, from);
+          if (epoch === this.#epoch)
+            deny.learnFailure(key, rule, d, from, sent !== 'k' && sent !== 's');
           else deny.delete(key);
         }
         // A lockout this call wrote (started, or by a lowered maxAttempts: 4) goes into the

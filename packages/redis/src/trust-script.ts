@@ -13,8 +13,8 @@ import { createHash } from 'node:crypto';
  *            the trust's sequence number (`>d`), then the member: a group's trusts in order, its
  *            size a ZLEXCOUNT;
  *          4 groups: a sorted set of equal scores, one member per group, ordered by size (largest
- *            first), then the time of its oldest trust, then when it took that size (core's
- *            `#bySize` sets are in insertion order): the first is the group to evict from;
+ *            first), then by its latest change (core's `#bySize` sets, each in the order its
+ *            groups last changed): the first is the group to evict from;
  *          5 meta: a hash, `n` the sequence counter, and `g<group>` the group's member in 4.
  * ARGV[1]  `a` trust (add), `q` query; ARGV[2] trustMs; ARGV[3] now in ms (tests) or '' (TIME).
  * `a`      ARGV[4] maxTrusted, ARGV[5] group, ARGV[6] member; replies 1. Every key then expires
@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
  * `q`      ARGV[4] member, ARGV[5…] groups; replies one 0 or 1 per group.
  *
  * Numbers in member strings are positive IEEE doubles packed big-endian, whose bytes sort as the
- * numbers do (sizes as 2^52 − size, times as 2^52 + time).
+ * numbers do (sizes as 2^52 − size).
  */
 export const TRUST_SCRIPT = `
 local order, times, entries, groups, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -74,9 +74,9 @@ local function firstOf(g)
   if not e then return nil end
   return string.sub(e, #p + 9)
 end
--- g's place in the groups set after its size became s (fresh: a new place among the groups of
--- that size) or its oldest trust changed (the place of its size kept).
-local function rebucket(g, s, fresh)
+-- g changed (a trust earned, refreshed or forgotten) and holds s trusts now: it goes last among
+-- the groups of its size (core's #resize and #touch).
+local function changed(g, s)
   local field = 'g' .. g
   local old = redis.call('HGET', meta, field)
   if old then redis.call('ZREM', groups, old) end
@@ -84,10 +84,7 @@ local function rebucket(g, s, fresh)
     redis.call('HDEL', meta, field)
     return
   end
-  local b
-  if fresh or not old then b = redis.call('HINCRBY', meta, 'n', 1) else b = sunpack('>d', old, 17) end
-  local first = tonumber(redis.call('HGET', times, prefixOf(g) .. firstOf(g)))
-  local m = spack('>d', BIG - s) .. spack('>d', BIG + first) .. spack('>d', b) .. g
+  local m = spack('>d', BIG - s) .. spack('>d', redis.call('HINCRBY', meta, 'n', 1)) .. g
   redis.call('ZADD', groups, 0, m)
   redis.call('HSET', meta, field, m)
 end
@@ -98,13 +95,13 @@ local function forget(g, m)
   redis.call('ZREM', order, id)
   redis.call('HDEL', times, id)
   redis.call('ZREM', entries, prefixOf(g) .. spack('>d', tonumber(seq)) .. m)
-  rebucket(g, size(g), true)
+  changed(g, size(g))
 end
--- The group holding the most trusts (ties: the one whose oldest trust is oldest), and its size.
+-- The group holding the most trusts (ties: the one changed longest ago), and its size.
 local function largest()
   local top = redis.call('ZRANGE', groups, 0, 0)[1]
   if not top then return nil, 0 end
-  return string.sub(top, 25), BIG - sunpack('>d', top, 1)
+  return string.sub(top, 17), BIG - sunpack('>d', top, 1)
 end
 
 local p = prefixOf(group)
@@ -117,7 +114,7 @@ if seq then
   redis.call('ZADD', entries, 0, p .. spack('>d', n) .. member)
   redis.call('ZADD', order, n, id)
   redis.call('HSET', times, id, now)
-  rebucket(group, size(group), false)
+  changed(group, size(group))
 else
   -- Expired trusts go first, oldest first (up to the first live one in order).
   while true do
@@ -132,7 +129,8 @@ else
     local top, most = largest()
     if not top then break end
     -- A group as large as the largest makes room from its own trusts: it cannot grow past the
-    -- others by taking theirs. Else the largest group gives its oldest.
+    -- others by taking theirs. Else the largest group (of those, the one changed longest ago)
+    -- gives its least recently earned trust.
     if own > 0 and own >= most then top = group end
     forget(top, firstOf(top))
   end
@@ -140,7 +138,7 @@ else
   redis.call('ZADD', order, n, id)
   redis.call('HSET', times, id, now)
   redis.call('ZADD', entries, 0, p .. spack('>d', n) .. member)
-  rebucket(group, size(group), true)
+  changed(group, size(group))
 end
 local ttl = trustMs
 if clocked and ttl < 60000 then ttl = 60000 end

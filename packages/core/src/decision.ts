@@ -61,7 +61,7 @@ export function decision(
  * limiter's copy, a shared store's spend time): a private field, invisible to spreads, JSON and
  * deep equality, which a spread copy drops. Made in about 15 ns, where a non-enumerable property
  * cost about 270 ns (`Object.defineProperty` leaves V8's fast path: bench/NOTES.md).
- * @internal for limiters and stores (`@portcullis/core/adapter`)
+ * For limiters and stores (`@portcullis/core/adapter`); nothing a user of Portcullis needs.
  */
 export class LinkedDecision implements Decision {
   readonly allowed: boolean;

@@ -18,6 +18,7 @@ import {
 } from '@portcullis/core';
 import {
   byEnd,
+  LinkedDecision,
   parseOptions,
   requiredOption,
   safeLogger,
@@ -96,16 +97,12 @@ const PEEK = { 'fixed-window': 'pf', 'sliding-window': 'ps', 'token-bucket': 'pt
 const REFUND = { 'fixed-window': 'gf', 'sliding-window': 'gs', 'token-bucket': 'gt' } as const;
 const RESTAMP = { 'fixed-window': 'xf', 'sliding-window': 'xs', 'token-bucket': 'xt' } as const;
 
-/**
- * The script's time of an allowed consume's spend, on the decision itself, for its refund. A
- * non-enumerable property, not a WeakMap: an entry per allowed decision in a WeakMap cost about
- * 1 µs of CPU and garbage collection per decision (bench/NOTES.md), and a non-enumerable symbol is
- * invisible to spreads, JSON and deep equality, as a WeakMap was.
+/*
+ * The script's time of an allowed consume's spend rides on the decision itself, for its refund: a
+ * LinkedDecision (a private field, invisible to spreads, JSON and deep equality). A WeakMap entry
+ * per allowed decision cost about 1 µs of CPU and garbage collection, a non-enumerable property
+ * (Object.defineProperty) about 0.27 µs (bench/NOTES.md); the class about 15 ns.
  */
-const SPENT_AT: unique symbol = Symbol('portcullis.spentAt');
-
-/** A decision that may carry {@link SPENT_AT}. */
-type Spent = Decision & { readonly [SPENT_AT]?: number };
 
 /**
  * A failure rule's lockout as the script reads it (ARGV[4]): `lockoutMs`, or
@@ -449,8 +446,7 @@ export class RedisStore implements Store {
       (reply) => {
         const d = this.#windowDecision(reply, rule, key, cost, now, epoch);
         const at = reply[5];
-        if (at !== undefined) Object.defineProperty(d, SPENT_AT, { value: at });
-        return d;
+        return at === undefined ? d : new LinkedDecision(d, d.key, at);
       },
       (error: unknown) => this.#windowFallback(key, rule, cost, error),
     );
@@ -502,7 +498,8 @@ export class RedisStore implements Store {
     }
     // When this store's consume made `spent`, the script's own time of the spend is exact, where
     // agoMs (the caller's clock, from when the reply arrived) is late by the reply's trip.
-    const at = spent === undefined ? undefined : (spent as Spent)[SPENT_AT];
+    const link = spent === undefined ? undefined : LinkedDecision.linkOf(spent);
+    const at = typeof link === 'number' ? link : undefined;
     const args = this.#args(
       key,
       REFUND[rule.algorithm],

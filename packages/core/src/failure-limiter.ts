@@ -75,7 +75,7 @@ export interface FailureLimiterOptions {
 
 /** Options of a failure limiter's `escalate` (docs/design.md#defence-in-depth). */
 export interface EscalateOptions {
-  /** How much longer each repeated lockout lasts: a number from 1 to 1000. @default 2 */
+  /** How much longer each repeated lockout lasts: an integer from 1 to 1000. @default 2 */
   factor?: number;
   /** The longest lockout, and how long after a lockout's end the next one still escalates. @default 86_400_000 (a day) */
   maxLockoutMs?: number;
@@ -270,10 +270,9 @@ function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
 }
 
 const escalateSpec = {
-  factor: (value: unknown, fail: (expected: string) => never): number =>
-    typeof value === 'number' && Number.isFinite(value) && value >= 1 && value <= 1000
-      ? value
-      : fail('a number from 1 to 1000'),
+  // An integer: lockoutMs · factor^step is then exact in every store (a fractional power differs
+  // by an ulp between JavaScript and Redis' Lua, and a fractional length between their replies).
+  factor: integer(1, 1000),
   maxLockoutMs: duration(1),
 };
 

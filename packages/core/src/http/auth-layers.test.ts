@@ -373,7 +373,7 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
         createAuthGate({ verify, accountLimits: { pair: { maxAttempts: 0 } }, account: () => 'a' }),
       ),
     ).toBe('ERR_PORTCULLIS_MAX_ATTEMPTS');
-    expect(codeOf(() => createAuthGate({ verify, escalate: { factor: 0.5 } }))).toBe(
+    expect(codeOf(() => createAuthGate({ verify, escalate: { factor: 1.5 } }))).toBe(
       'ERR_PORTCULLIS_FACTOR',
     );
     expect(codeOf(() => createAuthGate({ verify, loopbackPenalty: { baseMs: -1 } }))).toBe(

@@ -227,6 +227,7 @@ export class AuthLayers {
   readonly #store;
   readonly #table: string;
   readonly #scopeTable: string;
+  readonly #tableNames = new Map<string, readonly [string, string]>();
   /** Whether any layer is on (else the gate keeps its plain path). */
   readonly active: boolean;
 
@@ -406,8 +407,8 @@ export class AuthLayers {
       if (a.allowed && s.allowed) return { refused: undefined, pairFailures };
       // Trust is read only now (under attack), from the tables a refusal depends on.
       const reads: MaybePromise<readonly boolean[]>[] = [
-        withAccount ? this.#trusted(this.#table, client, scope, `a:${account}`) : NO_TRUST,
-        s.allowed ? NO_TRUST : this.#trusted(this.#scopeTable, client, scope, 's'),
+        withAccount ? this.#trusted(this.#tables(scope)[0], client, account) : NO_TRUST,
+        s.allowed ? NO_TRUST : this.#trusted(this.#tables(scope)[1], client, 's'),
       ];
       return mapMaybe(all(reads), ([byAccount, byScope]) => {
         const forAccount = byAccount?.[0] === true;
@@ -421,11 +422,25 @@ export class AuthLayers {
     });
   }
 
-  #trusted(table: string, client: string, scope: string, group: string): MaybePromise<boolean[]> {
+  /**
+   * The account and scope trust tables of `scope`, named once per scope: a name built per call is
+   * a new string, which every map lookup of it must hash again.
+   */
+  #tables(scope: string): readonly [string, string] {
+    let names = this.#tableNames.get(scope);
+    if (names === undefined) {
+      names = [this.#table + scope, this.#scopeTable + scope];
+      if (this.#tableNames.size < 64) this.#tableNames.set(scope, names);
+    }
+    return names;
+  }
+
+  /** Whether `client` holds a trust of `group` (an account's key, or `s`) in `table`. */
+  #trusted(table: string, client: string, group: string): MaybePromise<boolean[]> {
     const store = this.#store;
     return (store.trusted as NonNullable<typeof store.trusted>).call(
       store,
-      table + scope,
+      table,
       client,
       [group],
       this.#trust,
@@ -472,14 +487,15 @@ export class AuthLayers {
     const l = this.#l;
     const store = this.#store;
     const trust = store.trust as NonNullable<typeof store.trust>;
+    const tables = this.#tables(scope);
     const writes: MaybePromise<unknown>[] = [
       account !== undefined && pairFailures && l.pair !== undefined
         ? l.pair.recordSuccess(`${client}\u0000${account}`, scope)
         : OPEN,
-      trust.call(store, this.#scopeTable + scope, 's', client, this.#trust),
+      trust.call(store, tables[1], 's', client, this.#trust),
     ];
     if (account !== undefined)
-      writes.push(trust.call(store, this.#table + scope, `a:${account}`, client, this.#trust));
+      writes.push(trust.call(store, tables[0], account, client, this.#trust));
     return mapMaybe(all(writes), ([pair]) => {
       const p = pair as Decision;
       return p.allowed ? undefined : withLayer(p, 'pair');

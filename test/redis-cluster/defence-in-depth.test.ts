@@ -71,15 +71,18 @@ const raw = (client: number) => ({
 describeWithRedis('auth layers on a Redis Cluster', () => {
   let cluster: Cluster;
   let client: StoreClient;
+  let second: StoreClient;
   let owner: (slot: number) => number;
 
   beforeAll(async () => {
     cluster = await startCluster();
     owner = await slotOwners(cluster);
     client = await connectCluster('ioredis', cluster.seeds);
+    second = await connectCluster('node-redis', cluster.seeds);
   }, 60_000);
   afterAll(async () => {
     await client?.close();
+    await second?.close();
     await cluster?.stop();
   });
 
@@ -125,7 +128,7 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
     store.close();
   });
 
-  it('a gate over the Cluster answers random attempts exactly as a gate over memory', async () => {
+  it('two gates over the Cluster (two processes: ioredis and node-redis clients, one prefix) answer random attempts exactly as one gate over memory', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -150,24 +153,24 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
         async (ops) => {
           const clock = manualClock(1_800_000_000_000);
           const memory = gateOver(new MemoryStore({ clock, timers: clock }), clock);
-          const store = new RedisStore({
-            sendCommand: client.sendCommand,
-            prefix: uniquePrefix('cluster-layers'),
-            clock,
-            onError: 'closed',
-          });
-          const gate = gateOver(store, clock);
+          const prefix = uniquePrefix('cluster-layers');
+          const stores = [client, second].map(
+            (c) => new RedisStore({ sendCommand: c.sendCommand, prefix, clock, onError: 'closed' }),
+          );
+          const gates = stores.map((st) => gateOver(st, clock));
+          let turn = 0;
           for (const op of ops) {
             if (typeof op === 'number') {
               clock.advance(op);
               continue;
             }
             const want = answer((await memory.run(raw(op.client), op)) as GateResult);
+            const gate = gates[turn++ % 2] as (typeof gates)[number];
             expect(answer(await gate.run(raw(op.client), op))).toEqual(want);
           }
           await memory.close();
-          await gate.close();
-          store.close();
+          for (const g of gates) await g.close();
+          for (const st of stores) st.close();
         },
       ),
       { numRuns: 10 },

@@ -319,6 +319,19 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(status(attempt('198.51.100.31', 'bob', 'right'))).toBe(200);
   });
 
+  it('bounded: random accounts and addresses never grow the layers past maxEntries, nor evict an earned lockout', async () => {
+    const { attempt, gate } = setup({ maxAttempts: 1000, maxEntries: 500, maxTrusted: 50 });
+    // One client earns a pair lockout first.
+    for (let i = 0; i < 20; i++) attempt('203.0.113.40', 'alice', 'x');
+    for (let i = 0; i < 5000; i++) {
+      attempt(`10.9.${(i >> 8) & 255}.${i & 255}`, `rnd-${i}-${'z'.repeat(i % 300)}`, 'x');
+      if (i % 10 === 0) attempt(`10.10.${(i >> 8) & 255}.${i & 255}`, `ok-${i}`, 'right');
+    }
+    const layerStore = (gate.layers[0] as (typeof gate.layers)[number]).store;
+    expect(await layerStore.size()).toBeLessThanOrEqual(500);
+    expectRateLimited(attempt('203.0.113.40', 'alice', 'right'), 3_600_000, 'pair');
+  });
+
   it('with the layers on, a refused attempt never reaches verify, and account is read before verify', async () => {
     const calls: string[] = [];
     const clock = manualClock(0);

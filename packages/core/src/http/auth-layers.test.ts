@@ -231,6 +231,26 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(attempt('203.0.113.11', 'alice', 'x').decision?.retryAfterMs).toBe(60_000);
   });
 
+  it("escalate: a success forgets a pair's step even when the pair holds no failures any more", () => {
+    const { attempt, clock } = setup({
+      maxAttempts: 1000,
+      escalate: { factor: 2, maxLockoutMs: 86_400_000 },
+      accountLimits: { pair: { maxAttempts: 2, lockoutMs: 60_000 }, spray: false },
+    });
+    const lockPair = () => {
+      attempt('203.0.113.50', 'alice', 'x');
+      attempt('203.0.113.50', 'alice', 'x');
+      return attempt('203.0.113.50', 'alice', 'x').decision?.retryAfterMs;
+    };
+    expect(lockPair()).toBe(60_000);
+    clock.advance(60_000);
+    expect(lockPair()).toBe(120_000);
+    clock.advance(120_000);
+    // The pair's lockout is over and its log empty; the success must still reset its step.
+    expect(status(attempt('203.0.113.50', 'alice', 'right'))).toBe(200);
+    expect(lockPair()).toBe(60_000);
+  });
+
   it('onLockout hears bans made on the gate limiter, and a throwing hook is logged, never thrown', async () => {
     const errors: unknown[] = [];
     const { gate, attempt } = setup({

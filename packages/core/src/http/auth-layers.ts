@@ -262,47 +262,49 @@ export class AuthLayers {
         name: `${name}.${layer}`,
         layer,
       });
-    const on = limits !== false;
-    const pairO = on && limits.pair !== false ? (limits.pair ?? {}) : undefined;
-    const accountO = on && limits.account !== false ? (limits.account ?? {}) : undefined;
-    const sprayO = on && limits.spray !== false ? (limits.spray ?? {}) : undefined;
+    // Each layer's numbers from its options and the defaults (docs/design.md#defence-in-depth);
+    // undefined when the layer is off. The pair counts consecutive failures: its window is its
+    // lockout's length.
+    const of = <T>(v: T | false | undefined) =>
+      limits === false || v === false ? undefined : (v ?? ({} as T));
+    const pair = of(limits === false ? false : limits.pair);
+    const acct = of(limits === false ? false : limits.account);
+    const spray = of(limits === false ? false : limits.spray);
+    const HOUR = 3_600_000;
     this.#l = {
       pair:
-        pairO === undefined
-          ? undefined
-          : build(
-              'pair',
-              {
-                maxAttempts: pairO.maxAttempts ?? 20,
-                windowMs: pairO.lockoutMs ?? 3_600_000,
-                lockoutMs: pairO.lockoutMs ?? 3_600_000,
-              },
-              true,
-            ),
+        pair &&
+        build(
+          'pair',
+          {
+            maxAttempts: pair.maxAttempts ?? 20,
+            windowMs: pair.lockoutMs ?? HOUR,
+            lockoutMs: pair.lockoutMs ?? HOUR,
+          },
+          true,
+        ),
       account:
-        accountO === undefined
-          ? undefined
-          : build(
-              'account',
-              {
-                maxAttempts: accountO.maxAttempts ?? 100,
-                windowMs: accountO.windowMs ?? 3_600_000,
-                lockoutMs: accountO.lockoutMs ?? 3_600_000,
-              },
-              false,
-            ),
+        acct &&
+        build(
+          'account',
+          {
+            maxAttempts: acct.maxAttempts ?? 100,
+            windowMs: acct.windowMs ?? HOUR,
+            lockoutMs: acct.lockoutMs ?? HOUR,
+          },
+          false,
+        ),
       spray:
-        sprayO === undefined
-          ? undefined
-          : build(
-              'spray',
-              {
-                maxAttempts: sprayO.maxAccounts ?? 10,
-                windowMs: sprayO.windowMs ?? 600_000,
-                lockoutMs: sprayO.lockoutMs ?? 3_600_000,
-              },
-              true,
-            ),
+        spray &&
+        build(
+          'spray',
+          {
+            maxAttempts: spray.maxAccounts ?? 10,
+            windowMs: spray.windowMs ?? 600_000,
+            lockoutMs: spray.lockoutMs ?? HOUR,
+          },
+          true,
+        ),
       scope:
         o.scopeBudget === undefined || o.scopeBudget === false
           ? undefined
@@ -396,7 +398,9 @@ export class AuthLayers {
       // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
       const [pair, spray, acct, sc] = answers.map(openOnOverflow);
       const p = pair as Decision;
-      const pairFailures = p.allowed && p.remaining < p.limit;
+      // An escalating pair may hold no failures but the step of its last lockout, which a success
+      // must forget too: the check cannot show it, so a success then always clears the pair.
+      const pairFailures = p.allowed && (p.remaining < p.limit || l.pair?.escalate !== undefined);
       const hard = worst([
         [p, 'pair'],
         [spray as Decision, 'spray'],

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import type { Decision } from '../decision.js';
+import { d } from './expected-decision.js';
 import type { FailureRule, Store, TrustRule } from '../store.js';
 
 type WithStore = (
@@ -9,18 +10,6 @@ type WithStore = (
     rewind: (ms: number) => Promise<void>,
   ) => Promise<void>,
 ) => Promise<void>;
-
-function d(
-  key: string,
-  limit: number,
-  allowed: boolean,
-  reason: Decision['reason'],
-  remaining: number,
-  retryAfterMs: number,
-  resetMs: number,
-): Decision {
-  return { allowed, reason, limit, remaining, retryAfterMs, resetMs, key };
-}
 
 const started = (decision: Decision) => ({ ...decision, lockoutStarted: true });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Decision } from '../decision.js';
+import { d } from './expected-decision.js';
 import type { FailureRule, Store, WindowRule } from '../store.js';
 import { layerConformance } from './layer-conformance.js';
 
@@ -42,18 +43,6 @@ async function restamp(
 ): Promise<void> {
   expect(typeof s.restamp, 'Store.restamp').toBe('function');
   await s.restamp?.(prefix, before, after);
-}
-
-function d(
-  key: string,
-  limit: number,
-  allowed: boolean,
-  reason: Decision['reason'],
-  remaining: number,
-  retryAfterMs: number,
-  resetMs: number,
-): Decision {
-  return { allowed, reason, limit, remaining, retryAfterMs, resetMs, key };
 }
 
 /**

@@ -2,14 +2,15 @@
 // one-key script on the primary of its slot (the pair, account and scope keys of one attempt land
 // on different primaries), the trust table's keys share one slot, and a gate over the Cluster
 // answers a random attempt sequence exactly as a gate over a MemoryStore does.
-import { MemoryStore, type Store } from '@portcullis/core';
-import { type AuthGateOptions, createAuthGate, type GateResult } from '@portcullis/core/adapter';
+import { MemoryStore } from '@portcullis/core';
+import type { GateResult } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RedisStore } from '../../packages/redis/src/index.js';
 import { trustKeys } from '../../packages/redis/src/trust-script.js';
 import { uniquePrefix } from '../redis/helpers.js';
+import { answerOf, attemptSequences, layeredGate, rawOf } from '../support/layer-attempts.js';
 import {
   type Cluster,
   command,
@@ -20,53 +21,6 @@ import {
   slotOwners,
   startCluster,
 } from './harness.js';
-
-interface Attempt {
-  readonly client: number;
-  readonly account: number;
-  readonly outcome: 'ok' | 'invalid' | 'missing';
-}
-
-const OPTIONS: Partial<AuthGateOptions<Attempt>> = {
-  maxAttempts: 3,
-  windowMs: 1000,
-  lockoutMs: 2000,
-  escalate: { factor: 2, maxLockoutMs: 5000 },
-  accountLimits: {
-    pair: { maxAttempts: 2, lockoutMs: 1500 },
-    account: { maxAttempts: 4, windowMs: 1000, lockoutMs: 3000 },
-    spray: { maxAccounts: 2, windowMs: 1000, lockoutMs: 2500 },
-  },
-  scopeBudget: { maxAttempts: 5, windowMs: 1000, lockoutMs: 2000 },
-  trustMs: 3000,
-};
-
-function gateOver(store: Store, clock: ReturnType<typeof manualClock>) {
-  return createAuthGate<Attempt>({
-    ...OPTIONS,
-    verify: (r) => r.outcome,
-    account: (r) => `user${r.account}`,
-    scope: 'password',
-    store,
-    clock,
-    timers: clock,
-  });
-}
-
-function answer(r: GateResult) {
-  return r.ok
-    ? [200]
-    : [
-        r.answer.status,
-        r.reason === 'rate_limited' ? r.decision?.layer : r.reason,
-        r.decision?.retryAfterMs ?? 0,
-      ];
-}
-
-const raw = (client: number) => ({
-  socket: { remoteAddress: `203.0.113.${client + 1}` },
-  headers: {},
-});
 
 describeWithRedis('auth layers on a Redis Cluster', () => {
   let cluster: Cluster;
@@ -95,13 +49,13 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
       clock,
       onError: 'closed',
     });
-    const gate = gateOver(store, clock);
-    expect(answer(await gate.run(raw(0), { client: 0, account: 1, outcome: 'ok' }))).toEqual([200]);
-    expect(answer(await gate.run(raw(1), { client: 1, account: 1, outcome: 'invalid' }))).toEqual([
-      401,
-      'invalid',
-      0,
+    const gate = layeredGate(store, clock, { scope: 'password' });
+    expect(answerOf(await gate.run(rawOf(0), { client: 0, account: 1, outcome: 'ok' }))).toEqual([
+      200,
     ]);
+    expect(
+      answerOf(await gate.run(rawOf(1), { client: 1, account: 1, outcome: 'invalid' })),
+    ).toEqual([401, 'invalid', 0]);
     const keys = [
       `${prefix}auth:password:203.0.113.2`,
       `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
@@ -130,49 +84,30 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
 
   it('two gates over the Cluster (two processes: ioredis and node-redis clients, one prefix) answer random attempts exactly as one gate over memory', async () => {
     await fc.assert(
-      fc.asyncProperty(
-        fc.array(
-          fc.oneof(
-            {
-              weight: 6,
-              arbitrary: fc.record({
-                client: fc.integer({ min: 0, max: 3 }),
-                account: fc.integer({ min: 0, max: 3 }),
-                outcome: fc.constantFrom(
-                  'ok' as const,
-                  'invalid' as const,
-                  'invalid' as const,
-                  'missing' as const,
-                ),
-              }),
-            },
-            { weight: 2, arbitrary: fc.integer({ min: 0, max: 1500 }) },
-          ),
-          { minLength: 30, maxLength: 80 },
-        ),
-        async (ops) => {
-          const clock = manualClock(1_800_000_000_000);
-          const memory = gateOver(new MemoryStore({ clock, timers: clock }), clock);
-          const prefix = uniquePrefix('cluster-layers');
-          const stores = [client, second].map(
-            (c) => new RedisStore({ sendCommand: c.sendCommand, prefix, clock, onError: 'closed' }),
-          );
-          const gates = stores.map((st) => gateOver(st, clock));
-          let turn = 0;
-          for (const op of ops) {
-            if (typeof op === 'number') {
-              clock.advance(op);
-              continue;
-            }
-            const want = answer((await memory.run(raw(op.client), op)) as GateResult);
-            const gate = gates[turn++ % 2] as (typeof gates)[number];
-            expect(answer(await gate.run(raw(op.client), op))).toEqual(want);
+      fc.asyncProperty(attemptSequences, async (ops) => {
+        const clock = manualClock(1_800_000_000_000);
+        const memory = layeredGate(new MemoryStore({ clock, timers: clock }), clock, {
+          scope: 'password',
+        });
+        const prefix = uniquePrefix('cluster-layers');
+        const stores = [client, second].map(
+          (c) => new RedisStore({ sendCommand: c.sendCommand, prefix, clock, onError: 'closed' }),
+        );
+        const gates = stores.map((st) => layeredGate(st, clock, { scope: 'password' }));
+        let turn = 0;
+        for (const op of ops) {
+          if (typeof op === 'number') {
+            clock.advance(op);
+            continue;
           }
-          await memory.close();
-          for (const g of gates) await g.close();
-          for (const st of stores) st.close();
-        },
-      ),
+          const want = answerOf((await memory.run(rawOf(op.client), op)) as GateResult);
+          const gate = gates[turn++ % 2] as (typeof gates)[number];
+          expect(answerOf(await gate.run(rawOf(op.client), op))).toEqual(want);
+        }
+        await memory.close();
+        for (const g of gates) await g.close();
+        for (const st of stores) st.close();
+      }),
       { numRuns: 10 },
     );
   }, 120_000);

@@ -4,35 +4,21 @@
  * sequence of attempts exactly as one gate over a MemoryStore does, and a burst of concurrent
  * failures through both starts each layer's lockout exactly once.
  */
-import { MemoryStore, type Store } from '@portcullis/core';
-import { type AuthGateOptions, createAuthGate, type GateResult } from '@portcullis/core/adapter';
+import { MemoryStore } from '@portcullis/core';
+import { createAuthGate, type GateResult } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { RedisStore } from '@portcullis/redis';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Attempt,
+  answerOf,
+  attemptSequences,
+  layeredGate,
+} from '../support/layer-attempts.js';
 import { deletePrefix, ensureBuilt, ioredis, type TestClient, uniquePrefix } from './helpers.js';
 
 const T0 = 1_800_000_000_000;
-
-interface Attempt {
-  readonly client: number;
-  readonly account: number;
-  readonly outcome: 'ok' | 'invalid' | 'missing';
-}
-
-const OPTIONS: Partial<AuthGateOptions<Attempt>> = {
-  maxAttempts: 3,
-  windowMs: 1000,
-  lockoutMs: 2000,
-  escalate: { factor: 2, maxLockoutMs: 5000 },
-  accountLimits: {
-    pair: { maxAttempts: 2, lockoutMs: 1500 },
-    account: { maxAttempts: 4, windowMs: 1000, lockoutMs: 3000 },
-    spray: { maxAccounts: 2, windowMs: 1000, lockoutMs: 2500 },
-  },
-  scopeBudget: { maxAttempts: 5, windowMs: 1000, lockoutMs: 2000 },
-  trustMs: 3000,
-};
 
 let a: TestClient;
 let b: TestClient;
@@ -50,55 +36,14 @@ afterAll(async () => {
   await b?.close();
 });
 
-function gateOver(store: Store, clock: ReturnType<typeof manualClock>) {
-  return createAuthGate<Attempt>({
-    ...OPTIONS,
-    verify: (r) => r.outcome,
-    account: (r) => `user${r.account}`,
-    store,
-    clock,
-    timers: clock,
-  });
-}
-
-function answer(r: GateResult) {
-  return r.ok
-    ? [200]
-    : [
-        r.answer.status,
-        r.reason === 'rate_limited' ? r.decision?.layer : r.reason,
-        r.decision?.retryAfterMs ?? 0,
-      ];
-}
-
-const sequences = fc.array(
-  fc.oneof(
-    {
-      weight: 6,
-      arbitrary: fc.record({
-        client: fc.integer({ min: 0, max: 3 }),
-        account: fc.integer({ min: 0, max: 3 }),
-        outcome: fc.constantFrom(
-          'ok' as const,
-          'invalid' as const,
-          'invalid' as const,
-          'missing' as const,
-        ),
-      }),
-    },
-    { weight: 2, arbitrary: fc.integer({ min: 0, max: 1500 }) },
-  ),
-  { minLength: 30, maxLength: 80 },
-);
-
 describe('auth layers on Redis, two processes', () => {
   it('two gates over two RedisStores (one prefix) answer every attempt exactly as one memory gate', async () => {
     await fc.assert(
-      fc.asyncProperty(sequences, async (ops) => {
+      fc.asyncProperty(attemptSequences, async (ops) => {
         const clock = manualClock(T0);
         const prefix = uniquePrefix('layers');
         prefixes.push(prefix);
-        const memory = gateOver(new MemoryStore({ clock, timers: clock }), clock);
+        const memory = layeredGate(new MemoryStore({ clock, timers: clock }), clock);
         const storeA = new RedisStore({
           sendCommand: a.sendCommand,
           prefix,
@@ -111,7 +56,7 @@ describe('auth layers on Redis, two processes', () => {
           clock,
           onError: 'closed',
         });
-        const gates = [gateOver(storeA, clock), gateOver(storeB, clock)];
+        const gates = [layeredGate(storeA, clock), layeredGate(storeB, clock)];
         let turn = 0;
         for (const op of ops) {
           if (typeof op === 'number') {
@@ -119,9 +64,9 @@ describe('auth layers on Redis, two processes', () => {
             continue;
           }
           const raw = { socket: { remoteAddress: `203.0.113.${op.client + 1}` }, headers: {} };
-          const want = answer((await memory.run(raw, op)) as GateResult);
+          const want = answerOf((await memory.run(raw, op)) as GateResult);
           const gate = gates[turn++ % 2] as (typeof gates)[number];
-          expect(answer(await gate.run(raw, op))).toEqual(want);
+          expect(answerOf(await gate.run(raw, op))).toEqual(want);
         }
         await Promise.all([memory.close(), ...gates.map((g) => g.close())]);
         await Promise.all([storeA.close(), storeB.close()]);

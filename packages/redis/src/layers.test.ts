@@ -266,8 +266,6 @@ describe('the layers while Redis fails', () => {
         clock,
         onError,
         logger: {
-          debug: () => {},
-          info: () => {},
           warn: () => {},
           error: (obj: unknown) => errors.push(obj),
         },
@@ -355,7 +353,7 @@ describe('the layers while Redis fails', () => {
       await recovered(store);
       for (
         let i = 0;
-        i < 100 && (await client.sendCommand(['EXISTS', `${prefix}spray`])) !== 1;
+        i < 100 && (await client.sendCommand(['EXISTS', `${prefix}spray`], undefined)) !== 1;
         i++
       )
         await new Promise((r) => setImmediate(r));

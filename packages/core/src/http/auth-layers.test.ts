@@ -264,7 +264,7 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(errors).toEqual(['PORTCULLIS_HOOK_ERROR']);
     const heard: LockoutEvent[] = [];
     const s = setup({ onLockout: (e) => heard.push(e) });
-    s.gate.limiter.ban('203.0.113.13', { scope: 'password', ms: 5000 });
+    void s.gate.limiter.ban('203.0.113.13', { scope: 'password', ms: 5000 });
     expect(heard).toEqual([
       { layer: 'ban', scope: 'password', key: '203.0.113.13', lockoutMs: 5000, until: 1_005_000 },
     ]);
@@ -320,9 +320,10 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     expect(status(await next)).toBe(401);
     // close() answers whoever still waits.
     const waiting = gate.run(local, { user: 'alice', password: 'x' });
-    gate.run(local, { user: 'alice', password: 'x' });
+    const second = gate.run(local, { user: 'alice', password: 'x' });
     await gate.close();
     expect(status(await waiting)).toBe(401);
+    expect(status(await second)).toBe(401);
   });
 
   it("a layers' store full of an attacker's lockouts refuses no one else (a full layer is open; the client layer still limits)", () => {

@@ -210,6 +210,21 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
     ]);
   });
 
+  it('onLockout names the account only when the layer key holds it (a long account is a digest)', () => {
+    const { attempt, events } = setup({
+      maxAttempts: 1000,
+      accountLimits: { account: { maxAttempts: 3 }, pair: { maxAttempts: 2 }, spray: false },
+    });
+    const long = 'a'.repeat(250);
+    attempt('203.0.113.60', long, 'x');
+    attempt('198.51.100.60', long, 'x');
+    attempt('203.0.113.60', long, 'x');
+    expect(events.map((e) => [e.layer, e.key.slice(0, 7), 'account' in e]).sort()).toEqual([
+      ['account', 'sha256:', false],
+      ['pair', 'sha256:', false],
+    ]);
+  });
+
   it('escalate: the client layer, the pair and the spray lockouts grow by factor up to maxLockoutMs; a success resets', () => {
     const { attempt, clock, events } = setup({
       maxAttempts: 2,

@@ -9,7 +9,7 @@ import {
   refusedUncounted,
   type StartedLockout,
 } from '../failure-limiter.js';
-import { duration, integer, oneOf, parseOptions } from '../options.js';
+import { duration, integer, parseOptions } from '../options.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { callSafely } from '../safe-call.js';
 import type { TrustRule } from '../store.js';
@@ -113,8 +113,6 @@ function objectOf<T>(value: unknown, fail: Fail): T {
     : fail('an object or false');
 }
 
-const noFalse = oneOf([false]);
-
 function layerOption<T>(spec: Parameters<typeof parseOptions>[1], where: string) {
   return (value: unknown, fail: Fail): T | false =>
     value === false ? false : (parseOptions(objectOf<T>(value, fail), spec, where) as T);
@@ -141,7 +139,7 @@ export const authLayerSpec = {
           'accountLimits',
         ) as AccountLimitsOptions),
   scopeBudget: (value: unknown, fail: Fail): ScopeBudgetOptions | false => {
-    if (value === false) return noFalse(value, fail);
+    if (value === false) return false;
     const o = parseOptions(objectOf<ScopeBudgetOptions>(value, fail), accountSpec, 'scopeBudget');
     for (const name of ['maxAttempts', 'windowMs', 'lockoutMs'] as const)
       if (o[name] === undefined)
@@ -183,12 +181,6 @@ export function accountKey(value: unknown): string | undefined {
   )
     return 'account:invalid';
   return `account:${value}`;
-}
-
-/** One layer's refusal or lockout, as the gate reports it. */
-export interface LayerVerdict {
-  /** The refusal to answer (its `layer` set), when a layer refuses the attempt. */
-  readonly refused?: Decision;
 }
 
 interface Built {
@@ -330,15 +322,18 @@ export class AuthLayers {
     if (this.#onLockout !== undefined) {
       const report = (started: StartedLockout, account?: string) => this.#report(started, account);
       this.#unwatch.push(client.watchLockouts((s) => report(s)));
+      // The account is read back from the layer's key; a key too long to keep (a client key and
+      // an account together over 256 characters) is a digest, and then the event names none.
+      const accountIn = (key: string) =>
+        key.startsWith('account:') ? key.slice('account:'.length) : undefined;
       const split = (s: StartedLockout) => {
         const at = s.key.indexOf('\u0000');
-        report({ ...s, key: s.key.slice(0, at) }, s.key.slice(at + 1 + 'account:'.length));
+        if (at < 0) report(s);
+        else report({ ...s, key: s.key.slice(0, at) }, accountIn(s.key.slice(at + 1)));
       };
       if (this.#l.pair !== undefined) this.#unwatch.push(this.#l.pair.watchLockouts(split));
       if (this.#l.account !== undefined)
-        this.#unwatch.push(
-          this.#l.account.watchLockouts((s) => report(s, s.key.slice('account:'.length))),
-        );
+        this.#unwatch.push(this.#l.account.watchLockouts((s) => report(s, accountIn(s.key))));
       for (const l of [this.#l.spray, this.#l.scope])
         if (l !== undefined) this.#unwatch.push(l.watchLockouts((s) => report(s)));
     }

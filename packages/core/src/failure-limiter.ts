@@ -11,9 +11,9 @@ import {
   boolean,
   duration,
   either,
-  hiddenOption,
   integer,
   nonEmptyString,
+  objectOption,
   type OptionCheck,
   oneOf,
   parseOptions,
@@ -64,8 +64,6 @@ export interface FailureLimiterOptions {
    * @default false
    */
   escalate?: EscalateOptions | false;
-  /** What the limiter's earned lockouts are listed as (an auth gate's layer limiters). @internal */
-  layer?: 'client' | 'pair' | 'account' | 'scope' | 'spray';
   /**
    * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_NAME_CLASH: false }`).
    * @default every warning on
@@ -258,16 +256,7 @@ export const failureLimiterSpec = {
       parseOptions(objectOption<EscalateOptions>(value, fail), escalateSpec, 'escalate'),
     'false or { factor, maxLockoutMs }',
   ),
-  /** What an auth gate's layer limiter calls its earned lockouts. @internal */
-  layer: hiddenOption(oneOf(['client', 'pair', 'account', 'scope', 'spray'] as const)),
 };
-
-/** A plain object (its contents are checked by the caller). */
-function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as T)
-    : fail('an object');
-}
 
 const escalateSpec = {
   // An integer: lockoutMs · factor^step is then exact in every store (a fractional power differs
@@ -333,6 +322,26 @@ export function createFailureLimiter(
 /** With a store that may answer asynchronously (e.g. Redis), decisions may be promises. */
 export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter;
 export function createFailureLimiter(options?: FailureLimiterOptions): FailureLimiter {
+  return buildFailureLimiter(options, 'client');
+}
+
+/**
+ * A failure limiter of an auth gate's layer (docs/design.md#defence-in-depth): its subjects are
+ * keys already (no IP parsing, no exemption) and its earned lockouts are listed, logged and
+ * published as `layer`'s. Not an option: a client limiter that took it would stop reading IPs.
+ * @internal
+ */
+export function createLayerLimiter(
+  options: FailureLimiterOptions,
+  layer: Exclude<AuthLayer, 'client' | 'ban'>,
+): FailureLimiter {
+  return buildFailureLimiter(options, layer);
+}
+
+function buildFailureLimiter(
+  options: FailureLimiterOptions | undefined,
+  earned: Exclude<AuthLayer, 'ban'>,
+): FailureLimiter {
   const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
   const config = {
     maxAttempts: o.maxAttempts ?? 10,
@@ -344,7 +353,6 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
     name: o.name ?? 'auth',
   };
   const escalate = escalateRule(o.escalate as EscalateOptions | false | undefined);
-  const earned: AuthLayer = o.layer ?? 'client';
   let rule: FailureRule = {
     maxAttempts: config.maxAttempts,
     windowMs: config.windowMs,

@@ -216,6 +216,20 @@ export function withMethods<T>(...methods: string[]): OptionCheck<T> {
   };
 }
 
+/**
+ * A plain object (not null, not an array), whose contents the caller checks; `expected` is what
+ * the error says was expected.
+ */
+export function objectOption<T>(
+  value: unknown,
+  fail: (expected: string) => never,
+  expected = 'an object',
+): T {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as T)
+    : fail(expected);
+}
+
 /** Accepts either of two checks (tried in order). */
 export function either<A, B>(
   a: OptionCheck<A>,

@@ -26,6 +26,7 @@ import {
   func,
   hiddenOption,
   integer,
+  objectOption,
   parseOptions,
   required,
   withMethods,
@@ -169,13 +170,6 @@ export function flatLimiterOptions(
   const out: Record<string, unknown> = {};
   for (const name of names) if (o[name] !== undefined) out[name] = o[name];
   return out as FailureLimiterOptions;
-}
-
-/** Checks the `options` option: a plain object (the limiter factory validates its contents). */
-export function objectOption<T>(value: unknown, fail: (expected: string) => never): T {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as T)
-    : fail('an object');
 }
 
 /** A compiled auth gate: one per guarded route or socket server. */

@@ -422,6 +422,10 @@ describe('auth layers (docs/design.md#defence-in-depth)', () => {
         createAuthGate({ verify, accountLimits: { pair: { maxAttempts: 0 } }, account: () => 'a' }),
       ),
     ).toBe('ERR_PORTCULLIS_MAX_ATTEMPTS');
+    // What a layer limiter is told is no option: a client limiter that took it would stop reading IPs.
+    expect(codeOf(() => createAuthGate({ verify, layer: 'pair' } as never))).toBe(
+      'ERR_PORTCULLIS_UNKNOWN_OPTION',
+    );
     expect(codeOf(() => createAuthGate({ verify, escalate: { factor: 1.5 } }))).toBe(
       'ERR_PORTCULLIS_FACTOR',
     );

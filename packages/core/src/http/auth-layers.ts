@@ -4,12 +4,12 @@ import { PortcullisConfigError } from '../errors.js';
 import type { Logger } from '../events.js';
 import {
   type AuthLayer,
-  createFailureLimiter,
+  createLayerLimiter,
   type FailureLimiter,
   refusedUncounted,
   type StartedLockout,
 } from '../failure-limiter.js';
-import { duration, integer, parseOptions } from '../options.js';
+import { duration, integer, objectOption, parseOptions } from '../options.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { callSafely } from '../safe-call.js';
 import type { TrustRule } from '../store.js';
@@ -107,11 +107,8 @@ export interface AuthLayerOptions<Req> {
 
 type Fail = (expected: string) => never;
 
-function objectOf<T>(value: unknown, fail: Fail): T {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as T)
-    : fail('an object or false');
-}
+const objectOf = <T>(value: unknown, fail: Fail): T =>
+  objectOption<T>(value, fail, 'an object or false');
 
 function layerOption<T>(spec: Parameters<typeof parseOptions>[1], where: string) {
   return (value: unknown, fail: Fail): T | false =>
@@ -247,13 +244,15 @@ export class AuthLayers {
       numbers: { maxAttempts: number; windowMs: number; lockoutMs: number },
       escalates: boolean,
     ) =>
-      createFailureLimiter({
-        ...common,
-        ...numbers,
-        ...(escalates ? esc : {}),
-        name: `${name}.${layer}`,
+      createLayerLimiter(
+        {
+          ...common,
+          ...numbers,
+          ...(escalates ? esc : {}),
+          name: `${name}.${layer}`,
+        },
         layer,
-      });
+      );
     // Each layer's numbers from its options and the defaults (docs/design.md#defence-in-depth);
     // undefined when the layer is off. The pair counts consecutive failures: its window is its
     // lockout's length.

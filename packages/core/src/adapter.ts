@@ -12,6 +12,7 @@ export { isPromise, type MaybePromise, mapMaybe } from './promise.js';
 export { callSafely, safeLogger } from './safe-call.js';
 export { timeStoreCall } from './events.js';
 export { byEnd } from './store.js';
+export { batchCalls, callStore } from './store-batch.js';
 export { LinkedDecision } from './decision.js';
 export { type ClientResolver, createClientResolver } from './client.js';
 export {

@@ -38,8 +38,10 @@ describe('the entry points', () => {
     expect(names).toEqual(
       [
         'authFailedError',
+        'batchCalls',
         'booleanOption',
         'byEnd',
+        'callStore',
         'callSafely',
         'createAuthGate',
         'createClientResolver',

@@ -22,6 +22,7 @@ import {
   withMethods,
 } from './options.js';
 import type { EscalateRule, FailureDecision, FailureRule, Store } from './store.js';
+import { type Step, StoreStep } from './store-batch.js';
 import { type Warnings, warningsOption } from './warnings.js';
 
 /**
@@ -496,8 +497,10 @@ function buildFailureLimiter(
   }
 
   function check(subject: Subject, scope?: string): MaybePromise<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
+    return checkOf(subjectOf(subject), normalizeScope(scope));
+  }
+
+  function checkOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
     if (s.exempt) return decided(sc, exemptDecision(s.key));
     const t = tableOf(sc);
     if (t !== undefined)
@@ -507,8 +510,10 @@ function buildFailureLimiter(
   }
 
   function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
+    return recordFailureOf(subjectOf(subject), normalizeScope(scope));
+  }
+
+  function recordFailureOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
     // A private memory table answers at once: no closure to allocate for a promise that never is.
@@ -523,8 +528,10 @@ function buildFailureLimiter(
    * locked decision is returned, which the caller must refuse like any attempt during a lockout.
    */
   function recordSuccess(subject: Subject, scope?: string): MaybePromise<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
+    return recordSuccessOf(subjectOf(subject), normalizeScope(scope));
+  }
+
+  function recordSuccessOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
     if (s.exempt) return exemptDecision(s.key);
     const t = tableOf(sc);
     if (t !== undefined) return finish(sc, s.key, t.recordSuccess(s.key, rule));
@@ -537,15 +544,74 @@ function buildFailureLimiter(
     member: string,
     scope?: string,
   ): MaybePromise<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
-    if (s.exempt) return exemptDecision(s.key);
+    return recordDistinctOf(subjectOf(subject), member, normalizeScope(scope));
+  }
+
+  function needsDistinct(): void {
     if (typeof store.recordDistinct !== 'function')
       throw new TypeError(
         'Portcullis: this store cannot count distinct failures (no Store.recordDistinct)',
       );
-    const d = store.recordDistinct(`${namespace}${sc}:${s.key}`, member, rule);
+  }
+
+  function recordDistinctOf(
+    s: ResolvedSubject,
+    member: string,
+    sc: string,
+  ): MaybePromise<Decision> {
+    if (s.exempt) return exemptDecision(s.key);
+    needsDistinct();
+    const d = (store.recordDistinct as NonNullable<Store['recordDistinct']>).call(
+      store,
+      `${namespace}${sc}:${s.key}`,
+      member,
+      rule,
+    );
     return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
+  }
+
+  /**
+   * `op` of `subject` as a step of a gate's batch: a store call with what turns its answer into
+   * this limiter's decision, or the decision itself when no shared store call is needed (an
+   * exempt subject, a private table).
+   */
+  function step(
+    op: StepOp,
+    subject: Subject,
+    scope: string | undefined,
+    member = '',
+  ): Step<Decision> {
+    const s = subjectOf(subject);
+    const sc = normalizeScope(scope);
+    if (s.exempt || tableOf(sc) !== undefined)
+      switch (op) {
+        case 'check':
+          return checkOf(s, sc);
+        case 'recordFailure':
+          return recordFailureOf(s, sc);
+        case 'recordSuccess':
+          return recordSuccessOf(s, sc);
+        case 'recordDistinct':
+          return recordDistinctOf(s, member, sc);
+      }
+    const key = `${namespace}${sc}:${s.key}`;
+    switch (op) {
+      case 'check':
+        return new StoreStep(store, { op: 'checkFailures', key, rule }, (r) =>
+          decided(sc, finish(sc, s.key, r as Decision, rule.maxAttempts)),
+        );
+      case 'recordFailure':
+        return new StoreStep(store, { op, key, rule }, (r) =>
+          afterFailure(sc, s.key, r as FailureDecision),
+        );
+      case 'recordSuccess':
+        return new StoreStep(store, { op, key, rule }, (r) => finish(sc, s.key, r as Decision));
+      case 'recordDistinct':
+        needsDistinct();
+        return new StoreStep(store, { op, key, member, rule }, (r) =>
+          afterFailure(sc, s.key, r as FailureDecision),
+        );
+    }
   }
 
   function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
@@ -657,7 +723,7 @@ function buildFailureLimiter(
     return mapMaybe(store.ban(`${namespace}${sc}:${s.key}`, rule, ms), banned);
   }
 
-  return {
+  const limiter: FailureLimiter = {
     reconfigure,
     lockouts,
     ban,
@@ -678,4 +744,33 @@ function buildFailureLimiter(
     store,
     logger,
   };
+  steppers.set(limiter, step);
+  return limiter;
+}
+
+/** What a failure limiter can do as a step of a batch (see {@link limiterStep}). */
+type StepOp = 'check' | 'recordFailure' | 'recordSuccess' | 'recordDistinct';
+
+const steppers = new WeakMap<
+  FailureLimiter,
+  (op: StepOp, subject: Subject, scope: string | undefined, member?: string) => Step<Decision>
+>();
+
+/**
+ * `limiter`'s `op` for `subject` as a step of a gate's batch (store-batch.ts): a limiter made here
+ * gives its store call, to be made together with the other limiters' on the same store; any other
+ * limiter (one a caller built by hand) is simply called.
+ * @internal for the auth gate
+ */
+export function limiterStep(
+  limiter: FailureLimiter,
+  op: StepOp,
+  subject: Subject,
+  scope: string | undefined,
+  member?: string,
+): Step<Decision> {
+  const stepper = steppers.get(limiter);
+  if (stepper !== undefined) return stepper(op, subject, scope, member);
+  if (op === 'recordDistinct') return limiter.recordDistinct(subject, member ?? '', scope);
+  return limiter[op](subject, scope);
 }

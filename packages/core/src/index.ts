@@ -16,6 +16,8 @@ export type {
   FailureDecision,
   FailureRule,
   Store,
+  StoreAnswer,
+  StoreCall,
   StoreLockout,
   TrustRule,
   WindowRule,

@@ -49,10 +49,13 @@ import {
   type FailureDecision,
   type FailureRule,
   type Store,
+  type StoreAnswer,
+  type StoreCall,
   type StoreLockout,
   type TrustRule,
   type WindowRule,
 } from './store.js';
+import { callStore } from './store-batch.js';
 import { TrustTable } from './trust-table.js';
 
 /** Options of {@link MemoryStore}. */
@@ -345,6 +348,11 @@ export class MemoryStore implements Store {
     const t = this.#trust.get(table);
     const now = this.#now();
     return groups.map((g) => t?.has(g, member, now, rule) === true);
+  }
+
+  /** The calls one after another (see `Store.batch`): in one process that is already atomic. */
+  batch(calls: readonly StoreCall[]): StoreAnswer[] {
+    return calls.map((c) => callStore(this, c) as StoreAnswer);
   }
 
   /**

@@ -44,6 +44,41 @@ export interface TrustRule {
   readonly maxTrusted: number;
 }
 
+/**
+ * One call of {@link Store.batch}: the store method it names and that method's arguments.
+ * `recordFailure` and `recordDistinct` answer a {@link FailureDecision}, `checkFailures` and
+ * `recordSuccess` a {@link Decision}, `trusted` a `boolean[]`, `trust` undefined.
+ */
+export type StoreCall =
+  | {
+      readonly op: 'checkFailures' | 'recordFailure' | 'recordSuccess';
+      readonly key: string;
+      readonly rule: FailureRule;
+    }
+  | {
+      readonly op: 'recordDistinct';
+      readonly key: string;
+      readonly member: string;
+      readonly rule: FailureRule;
+    }
+  | {
+      readonly op: 'trust';
+      readonly table: string;
+      readonly group: string;
+      readonly member: string;
+      readonly rule: TrustRule;
+    }
+  | {
+      readonly op: 'trusted';
+      readonly table: string;
+      readonly member: string;
+      readonly groups: readonly string[];
+      readonly rule: TrustRule;
+    };
+
+/** What one call of a {@link Store.batch} answers: what its method answers. */
+export type StoreAnswer = Decision | FailureDecision | boolean[] | undefined;
+
 /** A failure decision from a store, flagged when this very call started the lockout. */
 export interface FailureDecision extends Decision {
   readonly lockoutStarted?: true;
@@ -180,6 +215,15 @@ export interface Store {
     groups: readonly string[],
     rule: TrustRule,
   ): MaybePromise<boolean[]>;
+  /**
+   * Optional: `calls` as one store operation, answering what each named method would, in order
+   * (each call sees the ones before it). The auth layers put every store call of one attempt's
+   * phase (check, or count) into one batch. The memory store runs them one after another; a
+   * shared store sends them together (RedisStore: one script per hash slot, so one round trip; on
+   * a single Redis one script for the whole batch). A store without it gets each call made on
+   * its own, at once (`batchCalls` in `@portcullis/core/adapter` does that).
+   */
+  batch?(calls: readonly StoreCall[]): MaybePromise<StoreAnswer[]>;
   /** Forgets `key` entirely (window, bucket, failure history and lockout). */
   delete(key: string): MaybePromise<void>;
   /**

@@ -17,6 +17,7 @@ import {
   type FailureLimiterReconfig,
   failureLimiterOption,
   failureLimiterSpec,
+  limiterStep,
   normalizeScope,
   refusedUncounted,
 } from '../failure-limiter.js';
@@ -215,11 +216,6 @@ type LayeredCheck =
       readonly refused?: undefined;
       readonly count: (outcome: 'ok' | 'invalid') => MaybePromise<GateResult>;
     };
-
-/** Two answers together (a promise when either is one). */
-function both<A, B>(a: MaybePromise<A>, b: MaybePromise<B>): MaybePromise<[A, B]> {
-  return isPromise(a) || isPromise(b) ? Promise.all([a, b]) : ([a, b] as [A, B]);
-}
 
 /** Closes `limiters`, synchronously when every one closes so. */
 export function closeAll(limiters: readonly { close(): MaybePromise<void> }[]): MaybePromise<void> {
@@ -469,32 +465,33 @@ export function createAuthGate<Req>(
     if (key.exempt || layers === undefined) return undefined;
     const l = layers;
     const dry = limiter.config.dryRun;
-    const before = eachMaybe(checks, (c) => c.limiter.check(c.subject, scope));
-    const layered = l.check(key.key, acct, scope);
-    return mapMaybe(both(before, layered), ([base, lay]): LayeredCheck => {
-      const refused = firstRefusal(base);
+    const before = checks.map((c) => limiterStep(c.limiter, 'check', c.subject, scope));
+    return mapMaybe(l.check(key.key, acct, scope, before), (lay): LayeredCheck => {
+      const refused = firstRefusal(lay.base);
       if (refused !== undefined) return { refused: refuse(withLayer(refused, 'client')) };
       if (lay.refused !== undefined && !dry) return { refused: refuse(lay.refused) };
       // Not `then`: an object with a then() method would pass for a promise.
       const count = (outcome: 'ok' | 'invalid'): MaybePromise<GateResult> => {
         if (outcome === 'ok')
           return mapMaybe(
-            both(
-              own.limiter.recordSuccess(own.subject, scope),
-              l.success(key.key, acct, scope, lay.pairFailures),
-            ),
-            ([after, pair]) => {
-              if (!after.allowed) return refuse(withLayer(after, 'client'));
-              if (pair !== undefined && !dry) return refuse(pair);
-              return { ok: true, decision: after };
+            l.success(key.key, acct, scope, lay.pairFailures, [
+              limiterStep(own.limiter, 'recordSuccess', own.subject, scope),
+            ]),
+            ({ base: [after], raced }) => {
+              const a = after as Decision;
+              if (!a.allowed) return refuse(withLayer(a, 'client'));
+              if (raced !== undefined && !dry) return refuse(raced);
+              return { ok: true, decision: a };
             },
           );
         return mapMaybe(
-          both(
-            eachMaybe(checks, (c) => c.limiter.recordFailure(c.subject, scope)),
-            l.failure(key.key, acct, scope),
+          l.failure(
+            key.key,
+            acct,
+            scope,
+            checks.map((c) => limiterStep(c.limiter, 'recordFailure', c.subject, scope)),
           ),
-          ([after, raced]): GateResult => {
+          ({ base: after, raced }): GateResult => {
             const lost = after.filter(refusedUncounted);
             if (lost.length > 0) return refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
             if (raced !== undefined && !dry) return refuse(raced);

@@ -6,6 +6,7 @@ import {
   type AuthLayer,
   createLayerLimiter,
   type FailureLimiter,
+  limiterStep,
   refusedUncounted,
   type StartedLockout,
 } from '../failure-limiter.js';
@@ -13,8 +14,9 @@ import { duration, integer, objectOption, parseOptions } from '../options.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { callSafely } from '../safe-call.js';
 import type { TrustRule } from '../store.js';
+import { type Step, StoreStep, runSteps } from '../store-batch.js';
 import type { Warnings } from '../warnings.js';
-import { eachMaybe, siblingOf } from './browser-budget.js';
+import { siblingOf } from './browser-budget.js';
 
 /** The pair layer: consecutive failures of one client against one account. */
 export interface PairLimitOptions {
@@ -103,6 +105,24 @@ export interface AuthLayerOptions<Req> {
   loopbackPenalty?: LoopbackPenaltyOptions | false;
   /** Called (errors caught and logged) whenever any layer starts a lockout, a ban included. */
   onLockout?: (event: LockoutEvent) => void;
+}
+
+/** What the layers' check found (see {@link AuthLayers.check}). */
+export interface LayerCheck {
+  /** The answers of the client's own checks, in order. */
+  readonly base: Decision[];
+  /** The layer refusal, if any. */
+  readonly refused: Decision | undefined;
+  /** Whether a success must clear the pair. */
+  readonly pairFailures: boolean;
+}
+
+/** What counting an outcome in the layers found. */
+export interface LayerCount {
+  /** The answers of the client's own calls, in order. */
+  readonly base: Decision[];
+  /** A hard layer's lockout that a concurrent attempt started since the check. */
+  readonly raced: Decision | undefined;
 }
 
 type Fail = (expected: string) => never;
@@ -368,55 +388,62 @@ export class AuthLayers {
 
   /**
    * Before the credential counts: the layers' state for `client` (its limiter key) and `account`
-   * in `scope`. Hard layers (pair, spray) refuse outright; soft ones (account, scope) refuse only
-   * a client without trust, which is read only then (an attack costs one more store call).
-   * `pairFailures` says whether a success must clear the pair.
+   * in `scope`, read in one batch with `base` (the client limiter's own checks), whose answers
+   * come back as they are. Hard layers (pair, spray) refuse outright; soft ones (account, scope)
+   * refuse only a client without trust, which the same batch reads. `pairFailures` says whether a
+   * success must clear the pair.
    */
   check(
     client: string,
     account: string | undefined,
     scope: string,
-  ): MaybePromise<{ refused: Decision | undefined; pairFailures: boolean }> {
+    base: readonly Step<Decision>[],
+  ): MaybePromise<LayerCheck> {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const pairKey = `${client}\u0000${account}`;
-    const reads: MaybePromise<Decision>[] = [
-      withAccount && l.pair !== undefined ? l.pair.check(pairKey, scope) : OPEN,
-      withAccount && l.spray !== undefined ? l.spray.check(client, scope) : OPEN,
-      withAccount && l.account !== undefined ? l.account.check(account, scope) : OPEN,
-      l.scope !== undefined ? l.scope.check('*', scope) : OPEN,
+    const [accountTable, scopeTable] = this.#tables(scope);
+    const steps: Step<unknown>[] = [
+      ...base,
+      withAccount && l.pair !== undefined
+        ? limiterStep(l.pair, 'check', `${client}\u0000${account}`, scope)
+        : OPEN,
+      withAccount && l.spray !== undefined ? limiterStep(l.spray, 'check', client, scope) : OPEN,
+      withAccount && l.account !== undefined
+        ? limiterStep(l.account, 'check', account, scope)
+        : OPEN,
+      l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
+      // Trust decides only a soft refusal, and the account's trust lets a client through both.
+      withAccount && (l.account !== undefined || l.scope !== undefined)
+        ? this.#trusted(accountTable, client, account)
+        : NO_TRUST,
+      l.scope !== undefined ? this.#trusted(scopeTable, client, 's') : NO_TRUST,
     ];
-    return mapMaybe(all(reads), (answers) => {
+    return mapMaybe(runSteps(steps), (answers): LayerCheck => {
+      const n = base.length;
       // A layer store full of lockouts cannot take a new key ('overflow'): that layer is open for
       // it (nothing is held against it), and the client layer still limits the client. Refusing
       // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
-      const [pair, spray, acct, sc] = answers.map(openOnOverflow);
-      const p = pair as Decision;
+      const [p, spray, a, sc] = (answers.slice(n, n + 4) as Decision[]).map(openOnOverflow) as [
+        Decision,
+        Decision,
+        Decision,
+        Decision,
+      ];
+      const forAccount = (answers[n + 4] as readonly boolean[])[0] === true;
+      const inScope = (answers[n + 5] as readonly boolean[])[0] === true;
       // An escalating pair may hold no failures but the step of its last lockout, which a success
       // must forget too: the check cannot show it, so a success then always clears the pair.
       const pairFailures = p.allowed && (p.remaining < p.limit || l.pair?.escalate !== undefined);
-      const hard = worst([
-        [p, 'pair'],
-        [spray as Decision, 'spray'],
-      ]);
-      if (hard !== undefined) return { refused: hard, pairFailures };
-      const a = acct as Decision;
-      const s = sc as Decision;
-      if (a.allowed && s.allowed) return { refused: undefined, pairFailures };
-      // Trust is read only now (under attack), from the tables a refusal depends on.
-      const reads: MaybePromise<readonly boolean[]>[] = [
-        withAccount ? this.#trusted(this.#tables(scope)[0], client, account) : NO_TRUST,
-        s.allowed ? NO_TRUST : this.#trusted(this.#tables(scope)[1], client, 's'),
-      ];
-      return mapMaybe(all(reads), ([byAccount, byScope]) => {
-        const forAccount = byAccount?.[0] === true;
-        const inScope = byScope?.[0] === true;
-        const refused = worst([
+      const refused =
+        worst([
+          [p, 'pair'],
+          [spray, 'spray'],
+        ]) ??
+        worst([
           [a.allowed || forAccount ? OPEN : a, 'account'],
-          [s.allowed || inScope || forAccount ? OPEN : s, 'scope'],
+          [sc.allowed || inScope || forAccount ? OPEN : sc, 'scope'],
         ]);
-        return { refused, pairFailures };
-      });
+      return { base: answers.slice(0, n) as Decision[], refused, pairFailures };
     });
   }
 
@@ -434,70 +461,91 @@ export class AuthLayers {
   }
 
   /** Whether `client` holds a trust of `group` (an account's key, or `s`) in `table`. */
-  #trusted(table: string, client: string, group: string): MaybePromise<boolean[]> {
-    const store = this.#store;
-    return (store.trusted as NonNullable<typeof store.trusted>).call(
-      store,
-      table,
-      client,
-      [group],
-      this.#trust,
+  #trusted(table: string, client: string, group: string): StoreStep<boolean[]> {
+    return new StoreStep(
+      this.#store,
+      { op: 'trusted', table, member: client, groups: [group], rule: this.#trust },
+      (answer) => answer as boolean[],
     );
   }
 
   /**
-   * A wrong credential: counted in every layer at once. Answers the refusal of a hard layer whose
-   * lockout a concurrent attempt started since `check` (refused like any attempt during it).
+   * A wrong credential: counted in every layer at once, in one batch with `base` (the client
+   * limiter's own failures). `raced` is the refusal of a hard layer whose lockout a concurrent
+   * attempt started since `check` (refused like any attempt during it).
    */
   failure(
     client: string,
     account: string | undefined,
     scope: string,
-  ): MaybePromise<Decision | undefined> {
+    base: readonly Step<Decision>[],
+  ): MaybePromise<LayerCount> {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const writes: MaybePromise<Decision>[] = [
+    const steps: Step<unknown>[] = [
+      ...base,
       withAccount && l.pair !== undefined
-        ? l.pair.recordFailure(`${client}\u0000${account}`, scope)
+        ? limiterStep(l.pair, 'recordFailure', `${client}\u0000${account}`, scope)
         : OPEN,
-      withAccount && l.spray !== undefined ? l.spray.recordDistinct(client, account, scope) : OPEN,
-      withAccount && l.account !== undefined ? l.account.recordFailure(account, scope) : OPEN,
-      l.scope !== undefined ? l.scope.recordFailure('*', scope) : OPEN,
+      withAccount && l.spray !== undefined
+        ? limiterStep(l.spray, 'recordDistinct', client, scope, account)
+        : OPEN,
+      withAccount && l.account !== undefined
+        ? limiterStep(l.account, 'recordFailure', account, scope)
+        : OPEN,
+      l.scope !== undefined ? limiterStep(l.scope, 'recordFailure', '*', scope) : OPEN,
     ];
-    return mapMaybe(all(writes), ([pair, spray]) =>
-      worst([
-        [raced(pair as Decision), 'pair'],
-        [raced(spray as Decision), 'spray'],
-      ]),
-    );
+    return mapMaybe(runSteps(steps), (answers): LayerCount => {
+      const n = base.length;
+      return {
+        base: answers.slice(0, n) as Decision[],
+        raced: worst([
+          [raced(answers[n] as Decision), 'pair'],
+          [raced(answers[n + 1] as Decision), 'spray'],
+        ]),
+      };
+    });
   }
 
   /**
-   * A right credential: the pair's failures go (when it had any), and the client is trusted for
-   * the account and in the scope. Answers the pair's lockout if a concurrent attempt started one.
+   * A right credential, in one batch with `base` (the client limiter's own success): the pair's
+   * failures go (when it had any), and the client is trusted for the account and in the scope.
+   * `raced` is the pair's lockout if a concurrent attempt started one.
    */
   success(
     client: string,
     account: string | undefined,
     scope: string,
     pairFailures: boolean,
-  ): MaybePromise<Decision | undefined> {
+    base: readonly Step<Decision>[],
+  ): MaybePromise<LayerCount> {
     const l = this.#l;
-    const store = this.#store;
-    const trust = store.trust as NonNullable<typeof store.trust>;
-    const tables = this.#tables(scope);
-    const writes: MaybePromise<unknown>[] = [
+    const [accountTable, scopeTable] = this.#tables(scope);
+    const steps: Step<unknown>[] = [
+      ...base,
       account !== undefined && pairFailures && l.pair !== undefined
-        ? l.pair.recordSuccess(`${client}\u0000${account}`, scope)
+        ? limiterStep(l.pair, 'recordSuccess', `${client}\u0000${account}`, scope)
         : OPEN,
-      trust.call(store, tables[1], 's', client, this.#trust),
+      this.#earn(scopeTable, 's', client),
     ];
-    if (account !== undefined)
-      writes.push(trust.call(store, tables[0], account, client, this.#trust));
-    return mapMaybe(all(writes), ([pair]) => {
-      const p = pair as Decision;
-      return p.allowed ? undefined : withLayer(p, 'pair');
+    if (account !== undefined) steps.push(this.#earn(accountTable, account, client));
+    return mapMaybe(runSteps(steps), (answers): LayerCount => {
+      const n = base.length;
+      const p = answers[n] as Decision;
+      return {
+        base: answers.slice(0, n) as Decision[],
+        raced: p.allowed ? undefined : withLayer(p, 'pair'),
+      };
     });
+  }
+
+  /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */
+  #earn(table: string, group: string, client: string): StoreStep<undefined> {
+    return new StoreStep(
+      this.#store,
+      { op: 'trust', table, group, member: client, rule: this.#trust },
+      () => undefined,
+    );
   }
 
   close(): MaybePromise<void> {
@@ -529,10 +577,6 @@ function openOnOverflow(d: Decision): Decision {
 /** A hard layer's lockout that a concurrent attempt started since the check (never an overflow). */
 function raced(d: Decision): Decision {
   return refusedUncounted(d) && d.reason === 'locked' ? d : OPEN;
-}
-
-function all<T>(values: readonly MaybePromise<T>[]): MaybePromise<T[]> {
-  return eachMaybe(values, (v) => v);
 }
 
 /** The refusal that waits longest among layer answers, marked with its layer. */

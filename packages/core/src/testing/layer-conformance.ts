@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
 import type { Decision } from '../decision.js';
 import { d } from './expected-decision.js';
-import type { FailureRule, Store, TrustRule } from '../store.js';
+import type { FailureRule, Store, StoreCall, TrustRule } from '../store.js';
+import { batchCalls } from '../store-batch.js';
 
 type WithStore = (
   body: (
@@ -254,5 +255,46 @@ export function layerConformance(withStore: WithStore): void {
           ['g1', 'n1'],
         ]),
       ).toEqual([true, true, true, false]);
+    }));
+
+  it('batch: answers what each method would, in order, each call seeing the ones before it', () =>
+    withStore(async (s) => {
+      const rule: FailureRule = { maxAttempts: 2, windowMs: 1000, lockoutMs: 5000 };
+      const calls: StoreCall[] = [
+        { op: 'recordFailure', key: 'bf', rule },
+        { op: 'checkFailures', key: 'bf', rule },
+        { op: 'recordFailure', key: 'bf', rule },
+        { op: 'recordSuccess', key: 'bf', rule },
+        { op: 'checkFailures', key: 'bn', rule },
+        { op: 'recordSuccess', key: 'bn', rule },
+        { op: 'recordDistinct', key: 'bd', member: 'm1', rule: distinct },
+        { op: 'recordDistinct', key: 'bd', member: 'm1', rule: distinct },
+        { op: 'recordDistinct', key: 'bd', member: 'm2', rule: distinct },
+        { op: 'trusted', table: 'bt', member: 'c1', groups: ['g'], rule: trustRule },
+        { op: 'trust', table: 'bt', group: 'g', member: 'c1', rule: trustRule },
+        { op: 'trusted', table: 'bt', member: 'c1', groups: ['g', 'h'], rule: trustRule },
+      ];
+      expect(await batchCalls(s, calls)).toEqual([
+        d('bf', 2, true, 'allowed', 1, 0, 1000),
+        d('bf', 2, true, 'allowed', 1, 0, 1000),
+        started(d('bf', 2, false, 'locked', 0, 5000, 5000)),
+        // A success never lifts a lockout, even one started in the same batch.
+        d('bf', 2, false, 'locked', 0, 5000, 5000),
+        d('bn', 2, true, 'allowed', 2, 0, 0),
+        d('bn', 2, true, 'allowed', 2, 0, 0),
+        d('bd', 3, true, 'allowed', 2, 0, 1000),
+        // The same member again refreshes its time and does not count twice.
+        d('bd', 3, true, 'allowed', 2, 0, 1000),
+        d('bd', 3, true, 'allowed', 1, 0, 1000),
+        [false],
+        undefined,
+        [true, false],
+      ]);
+      // What the batch wrote is what the methods read afterwards.
+      expect(await s.checkFailures('bf', rule)).toEqual(d('bf', 2, false, 'locked', 0, 5000, 5000));
+      expect(await s.recordDistinct?.('bd', 'm3', distinct)).toEqual(
+        started(d('bd', 3, false, 'locked', 0, 5000, 5000)),
+      );
+      expect(await batchCalls(s, [])).toEqual([]);
     }));
 }

@@ -1,0 +1,186 @@
+import { describe, expect, it } from 'vitest';
+import type { RawRequest } from '../client.js';
+import type { Decision } from '../decision.js';
+import { MemoryStore } from '../memory-store.js';
+import type {
+  FailureDecision,
+  FailureRule,
+  Store,
+  StoreAnswer,
+  StoreCall,
+  StoreLockout,
+  TrustRule,
+} from '../store.js';
+import { manualClock } from '../testing/manual-clock.js';
+import type { GateResult } from './answer.js';
+import { type AuthGateOptions, createAuthGate } from './auth-gate.js';
+
+/**
+ * A store that records every call made to it (a batch as one call, with the operations in it),
+ * over a MemoryStore. Not a MemoryStore itself, so a gate keeps its layers in it as it does in a
+ * RedisStore: one store for the client and the layers.
+ */
+class CountingStore implements Store {
+  readonly calls: string[] = [];
+  constructor(
+    readonly inner: MemoryStore,
+    withBatch: boolean,
+  ) {
+    if (!withBatch) delete this.batch;
+  }
+  batch?: (calls: readonly StoreCall[]) => StoreAnswer[] = (calls) => {
+    this.calls.push(`batch(${calls.map((c) => c.op).join(',')})`);
+    return this.inner.batch(calls);
+  };
+  #log(name: string): void {
+    this.calls.push(name);
+  }
+  consume(): never {
+    throw new Error('not a window store');
+  }
+  peek(): never {
+    throw new Error('not a window store');
+  }
+  refund(): void {}
+  checkFailures(key: string, rule: FailureRule): Decision {
+    this.#log('checkFailures');
+    return this.inner.checkFailures(key, rule);
+  }
+  recordFailure(key: string, rule: FailureRule): FailureDecision {
+    this.#log('recordFailure');
+    return this.inner.recordFailure(key, rule);
+  }
+  recordSuccess(key: string, rule: FailureRule): Decision {
+    this.#log('recordSuccess');
+    return this.inner.recordSuccess(key, rule);
+  }
+  recordDistinct(key: string, member: string, rule: FailureRule): FailureDecision {
+    this.#log('recordDistinct');
+    return this.inner.recordDistinct(key, member, rule);
+  }
+  trust(table: string, group: string, member: string, rule: TrustRule): void {
+    this.#log('trust');
+    this.inner.trust(table, group, member, rule);
+  }
+  trusted(table: string, member: string, groups: readonly string[], rule: TrustRule): boolean[] {
+    this.#log('trusted');
+    return this.inner.trusted(table, member, groups, rule);
+  }
+  lockouts(prefix: string, limit: number, rule: FailureRule): StoreLockout[] {
+    return this.inner.lockouts(prefix, limit, rule);
+  }
+  delete(key: string): void {
+    this.inner.delete(key);
+  }
+  size(): number {
+    return this.inner.size();
+  }
+  close(): void {
+    this.inner.close();
+  }
+}
+
+const raw = (ip: string): RawRequest => ({ socket: { remoteAddress: ip }, headers: {} });
+
+interface Login {
+  user: string;
+  password: string;
+}
+
+function setup(extra: Partial<AuthGateOptions<Login>>, withBatch = true) {
+  const clock = manualClock(1_000_000);
+  const store = new CountingStore(new MemoryStore({ clock, timers: clock }), withBatch);
+  const gate = createAuthGate<Login>({
+    verify: (r) => (r.password === 'right' ? 'ok' : 'invalid'),
+    scope: 'password',
+    store,
+    ...extra,
+  });
+  const attempt = (ip: string, user: string, password: string) => {
+    store.calls.length = 0;
+    const r = gate.run(raw(ip), { user, password }) as GateResult;
+    return { status: r.ok ? 200 : r.answer.status, calls: [...store.calls] };
+  };
+  return { attempt, clock };
+}
+
+const layered = {
+  account: (r: Login) => r.user,
+  scopeBudget: { maxAttempts: 3, windowMs: 60_000, lockoutMs: 60_000 },
+};
+
+const CHECK =
+  'batch(checkFailures,checkFailures,checkFailures,checkFailures,checkFailures,trusted,trusted)';
+
+describe('the cost of the layers in store operations (docs/design.md#defence-in-depth)', () => {
+  it('the plain gate: one call to check, one to count', () => {
+    const { attempt } = setup({});
+    expect(attempt('203.0.113.1', 'alice', 'right')).toEqual({
+      status: 200,
+      calls: ['checkFailures', 'recordSuccess'],
+    });
+    expect(attempt('203.0.113.1', 'alice', 'wrong')).toEqual({
+      status: 401,
+      calls: ['checkFailures', 'recordFailure'],
+    });
+  });
+
+  it('a success not under attack costs what the plain gate costs: one batch to check, one to count', () => {
+    const { attempt } = setup(layered);
+    // A new client earns trust for the account and in the scope in the same operation.
+    expect(attempt('203.0.113.1', 'alice', 'right')).toEqual({
+      status: 200,
+      calls: [CHECK, 'batch(recordSuccess,trust,trust)'],
+    });
+    // After a failure the success also clears the pair, still in that one operation.
+    expect(attempt('203.0.113.2', 'bob', 'wrong').status).toBe(401);
+    expect(attempt('203.0.113.2', 'bob', 'right')).toEqual({
+      status: 200,
+      calls: [CHECK, 'batch(recordSuccess,recordSuccess,trust,trust)'],
+    });
+  });
+
+  it('a failure costs two operations, and so does every attempt while the scope is under attack', () => {
+    const { attempt } = setup(layered);
+    expect(attempt('203.0.113.1', 'alice', 'right').status).toBe(200);
+    expect(attempt('198.51.100.1', 'alice', 'wrong')).toEqual({
+      status: 401,
+      calls: [
+        CHECK,
+        'batch(recordFailure,recordFailure,recordDistinct,recordFailure,recordFailure)',
+      ],
+    });
+    expect(attempt('198.51.100.2', 'alice', 'wrong').status).toBe(401);
+    expect(attempt('198.51.100.3', 'alice', 'wrong').status).toBe(401);
+    // Under attack: an untrusted client is refused from the one check operation (trust is read in
+    // it), a trusted one logs in with two operations still.
+    expect(attempt('198.51.100.4', 'alice', 'right')).toEqual({ status: 429, calls: [CHECK] });
+    expect(attempt('203.0.113.1', 'alice', 'right')).toEqual({
+      status: 200,
+      calls: [CHECK, 'batch(recordSuccess,trust,trust)'],
+    });
+  });
+
+  it('a store without batch() gets the same calls one by one, with the same answers', () => {
+    const { attempt } = setup(layered, false);
+    expect(attempt('203.0.113.1', 'alice', 'right')).toEqual({
+      status: 200,
+      calls: [
+        'checkFailures',
+        'checkFailures',
+        'checkFailures',
+        'checkFailures',
+        'checkFailures',
+        'trusted',
+        'trusted',
+        'recordSuccess',
+        'trust',
+        'trust',
+      ],
+    });
+    for (const ip of ['198.51.100.1', '198.51.100.2', '198.51.100.3'])
+      expect(attempt(ip, 'alice', 'wrong').status).toBe(401);
+    expect(attempt('198.51.100.4', 'alice', 'right').status).toBe(429);
+    expect(attempt('203.0.113.1', 'alice', 'right').status).toBe(200);
+  });
+});

@@ -1,0 +1,113 @@
+import { isPromise, type MaybePromise } from './promise.js';
+import type { Store, StoreAnswer, StoreCall } from './store.js';
+
+/** `call` made on its own, through the store method it names. */
+export function callStore(store: Store, call: StoreCall): MaybePromise<StoreAnswer> {
+  switch (call.op) {
+    case 'checkFailures':
+      return store.checkFailures(call.key, call.rule);
+    case 'recordFailure':
+      return store.recordFailure(call.key, call.rule);
+    case 'recordSuccess':
+      return store.recordSuccess(call.key, call.rule);
+    case 'recordDistinct':
+      return needs(store, 'recordDistinct').call(store, call.key, call.member, call.rule);
+    case 'trust': {
+      const done = needs(store, 'trust').call(
+        store,
+        call.table,
+        call.group,
+        call.member,
+        call.rule,
+      );
+      return isPromise(done) ? done.then(() => undefined) : undefined;
+    }
+    case 'trusted':
+      return needs(store, 'trusted').call(store, call.table, call.member, call.groups, call.rule);
+  }
+}
+
+function needs<K extends 'recordDistinct' | 'trust' | 'trusted'>(
+  store: Store,
+  method: K,
+): NonNullable<Store[K]> {
+  const fn = store[method];
+  if (typeof fn !== 'function')
+    throw new TypeError(
+      `Portcullis: this store has no ${method}() (MemoryStore and RedisStore have it)`,
+    );
+  return fn as NonNullable<Store[K]>;
+}
+
+/**
+ * `calls` as one operation of `store`: its `batch` when it has one, else each call on its own, all
+ * issued at once (a store that pipelines still sends them together). Also for store authors whose
+ * `batch` handles some calls itself and leaves the rest to their methods.
+ */
+export function batchCalls(store: Store, calls: readonly StoreCall[]): MaybePromise<StoreAnswer[]> {
+  if (typeof store.batch === 'function') return store.batch(calls);
+  const out = calls.map((c) => callStore(store, c));
+  return out.some(isPromise) ? Promise.all(out) : (out as StoreAnswer[]);
+}
+
+/**
+ * One store call of a phase that several limiters share: made with the other steps on the same
+ * store in one batch, then turned into its limiter's answer by `finish` (events, logs, dry run).
+ * @internal for the auth gate
+ */
+export class StoreStep<T> {
+  constructor(
+    readonly store: Store,
+    readonly call: StoreCall,
+    readonly finish: (answer: StoreAnswer) => T,
+  ) {}
+}
+
+/** A step's answer: known already (exempt, a private table, a foreign limiter) or a store call. */
+export type Step<T> = MaybePromise<T> | StoreStep<T>;
+
+/**
+ * The answers of `steps`, in order: the store calls grouped into one batch per store (the
+ * layers' and the client's are one store on Redis, two on memory), the rest as they are.
+ * Synchronous when every answer is.
+ * @internal for the auth gate
+ */
+export function runSteps(steps: readonly Step<unknown>[]): MaybePromise<unknown[]> {
+  const out: MaybePromise<unknown>[] = new Array<MaybePromise<unknown>>(steps.length);
+  const stores: Store[] = [];
+  const calls: StoreCall[][] = [];
+  const at: number[][] = [];
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (!(step instanceof StoreStep)) {
+      out[i] = step;
+      continue;
+    }
+    let j = stores.indexOf(step.store);
+    if (j < 0) {
+      j = stores.push(step.store) - 1;
+      calls.push([]);
+      at.push([]);
+    }
+    (calls[j] as StoreCall[]).push(step.call);
+    (at[j] as number[]).push(i);
+  }
+  for (let j = 0; j < stores.length; j++) {
+    const positions = at[j] as number[];
+    const finish = (answers: StoreAnswer[]) =>
+      positions.map((i, k) => (steps[i] as StoreStep<unknown>).finish(answers[k]));
+    const answers = batchCalls(stores[j] as Store, calls[j] as StoreCall[]);
+    if (isPromise(answers)) {
+      const done = answers.then(finish);
+      positions.forEach((i, k) => {
+        out[i] = done.then((values) => values[k]);
+      });
+    } else {
+      const values = finish(answers);
+      positions.forEach((i, k) => {
+        out[i] = values[k];
+      });
+    }
+  }
+  return out.some(isPromise) ? Promise.all(out) : (out as unknown[]);
+}

@@ -134,6 +134,8 @@ export class MemoryStore implements Store {
   #heldUntil = 0;
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
   #lastNow = Number.NEGATIVE_INFINITY;
+  /** The time every call of a running `batch` reads. */
+  #pinned: number | undefined = undefined;
 
   /** @param options see {@link MemoryStoreOptions} */
   constructor(options?: MemoryStoreOptions) {
@@ -350,9 +352,19 @@ export class MemoryStore implements Store {
     return groups.map((g) => t?.has(g, member, now, rule) === true);
   }
 
-  /** The calls one after another (see `Store.batch`): in one process that is already atomic. */
+  /**
+   * The calls one after another (see `Store.batch`): in one process that is already atomic. They
+   * all read the clock's time as of the batch's start, as one script on a shared store does.
+   */
   batch(calls: readonly StoreCall[]): StoreAnswer[] {
-    return calls.map((c) => callStore(this, c) as StoreAnswer);
+    this.#pinned = this.#now();
+    try {
+      const out: StoreAnswer[] = [];
+      for (const c of calls) out.push(callStore(this, c) as StoreAnswer);
+      return out;
+    } finally {
+      this.#pinned = undefined;
+    }
   }
 
   /**
@@ -608,6 +620,7 @@ export class MemoryStore implements Store {
 
   /** The clock's time; a step back forgets the saturation instant, which may lie far ahead. */
   #now(): number {
+    if (this.#pinned !== undefined) return this.#pinned;
     const now = this.#clock.now();
     if (now < this.#lastNow) this.#pool.steppedBack();
     this.#lastNow = now;

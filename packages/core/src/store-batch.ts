@@ -68,46 +68,54 @@ export type Step<T> = MaybePromise<T> | StoreStep<T>;
 
 /**
  * The answers of `steps`, in order: the store calls grouped into one batch per store (the
- * layers' and the client's are one store on Redis, two on memory), the rest as they are.
+ * layers' and the client's are one store on Redis; on memory the client's private table answers
+ * at once, and a loopback browser's budgets have stores of their own), the rest as they are.
  * Synchronous when every answer is.
  * @internal for the auth gate
  */
 export function runSteps(steps: readonly Step<unknown>[]): MaybePromise<unknown[]> {
-  const out: MaybePromise<unknown>[] = new Array<MaybePromise<unknown>>(steps.length);
   const stores: Store[] = [];
   const calls: StoreCall[][] = [];
-  const at: number[][] = [];
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
-    if (!(step instanceof StoreStep)) {
-      out[i] = step;
-      continue;
-    }
+    if (!(step instanceof StoreStep)) continue;
     let j = stores.indexOf(step.store);
-    if (j < 0) {
-      j = stores.push(step.store) - 1;
-      calls.push([]);
-      at.push([]);
-    }
-    (calls[j] as StoreCall[]).push(step.call);
-    (at[j] as number[]).push(i);
+    if (j < 0) j = stores.push(step.store) - 1;
+    (calls[j] ??= []).push(step.call);
   }
+  let pending = false;
+  const batches: MaybePromise<StoreAnswer[]>[] = [];
   for (let j = 0; j < stores.length; j++) {
-    const positions = at[j] as number[];
-    const finish = (answers: StoreAnswer[]) =>
-      positions.map((i, k) => (steps[i] as StoreStep<unknown>).finish(answers[k]));
     const answers = batchCalls(stores[j] as Store, calls[j] as StoreCall[]);
-    if (isPromise(answers)) {
-      const done = answers.then(finish);
-      positions.forEach((i, k) => {
-        out[i] = done.then((values) => values[k]);
-      });
+    if (isPromise(answers)) pending = true;
+    batches.push(answers);
+  }
+  return pending
+    ? Promise.all(batches).then((answers) => settle(steps, stores, answers))
+    : settle(steps, stores, batches as StoreAnswer[][]);
+}
+
+/** Each step's answer: a store call's through its `finish`, from its store's batch. */
+function settle(
+  steps: readonly Step<unknown>[],
+  stores: readonly Store[],
+  answers: readonly StoreAnswer[][],
+): MaybePromise<unknown[]> {
+  const next: number[] = [];
+  for (let j = 0; j < stores.length; j++) next.push(0);
+  let pending = false;
+  const out: unknown[] = [];
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (step instanceof StoreStep) {
+      const j = stores.length === 1 ? 0 : stores.indexOf(step.store);
+      const k = next[j] as number;
+      next[j] = k + 1;
+      out.push(step.finish((answers[j] as StoreAnswer[])[k]));
     } else {
-      const values = finish(answers);
-      positions.forEach((i, k) => {
-        out[i] = values[k];
-      });
+      if (isPromise(step)) pending = true;
+      out.push(step);
     }
   }
-  return out.some(isPromise) ? Promise.all(out) : (out as unknown[]);
+  return pending ? Promise.all(out) : out;
 }

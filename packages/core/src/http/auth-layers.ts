@@ -10,6 +10,7 @@ import {
   refusedUncounted,
   type StartedLockout,
 } from '../failure-limiter.js';
+import { MemoryStore } from '../memory-store.js';
 import { duration, integer, objectOption, parseOptions } from '../options.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { callSafely } from '../safe-call.js';
@@ -237,6 +238,12 @@ export class AuthLayers {
   readonly #table: string;
   readonly #scopeTable: string;
   readonly #tableNames = new Map<string, readonly [string, string]>();
+  /**
+   * Whether the check's batch reads trust too. A shared store does (under attack that saves a
+   * round trip); the memory store answers at once, so it reads trust only when a soft layer
+   * refuses, in a second call that waits for nothing.
+   */
+  readonly #eagerTrust: boolean;
   /** Whether any layer is on (else the gate keeps its plain path). */
   readonly active: boolean;
 
@@ -245,6 +252,7 @@ export class AuthLayers {
     const name = client.config.name;
     const store = siblingOf(client.store, 'layers');
     this.#store = store;
+    this.#eagerTrust = !(store instanceof MemoryStore);
     // Account trust and scope trust are two tables: in one, the scope's group (every trusted
     // client) would always be the largest and give its trusts first to any account's new one.
     this.#table = `${name}.trust:`;
@@ -401,9 +409,9 @@ export class AuthLayers {
   ): MaybePromise<LayerCheck> {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const [accountTable, scopeTable] = this.#tables(scope);
-    const steps: Step<unknown>[] = [
-      ...base,
+    const eager = this.#eagerTrust;
+    const steps: Step<unknown>[] = base.slice();
+    steps.push(
       withAccount && l.pair !== undefined
         ? limiterStep(l.pair, 'check', `${client}\u0000${account}`, scope)
         : OPEN,
@@ -412,39 +420,60 @@ export class AuthLayers {
         ? limiterStep(l.account, 'check', account, scope)
         : OPEN,
       l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
-      // Trust decides only a soft refusal, and the account's trust lets a client through both.
-      withAccount && (l.account !== undefined || l.scope !== undefined)
-        ? this.#trusted(accountTable, client, account)
-        : NO_TRUST,
-      l.scope !== undefined ? this.#trusted(scopeTable, client, 's') : NO_TRUST,
-    ];
-    return mapMaybe(runSteps(steps), (answers): LayerCheck => {
+    );
+    if (eager) steps.push(...this.#trustReads(client, account, scope, true));
+    return mapMaybe(runSteps(steps), (answers): MaybePromise<LayerCheck> => {
       const n = base.length;
+      const baseAnswers = answers.slice(0, n) as Decision[];
       // A layer store full of lockouts cannot take a new key ('overflow'): that layer is open for
       // it (nothing is held against it), and the client layer still limits the client. Refusing
       // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
-      const [p, spray, a, sc] = (answers.slice(n, n + 4) as Decision[]).map(openOnOverflow) as [
-        Decision,
-        Decision,
-        Decision,
-        Decision,
-      ];
-      const forAccount = (answers[n + 4] as readonly boolean[])[0] === true;
-      const inScope = (answers[n + 5] as readonly boolean[])[0] === true;
+      const p = openOnOverflow(answers[n] as Decision);
+      const spray = openOnOverflow(answers[n + 1] as Decision);
+      const a = openOnOverflow(answers[n + 2] as Decision);
+      const sc = openOnOverflow(answers[n + 3] as Decision);
       // An escalating pair may hold no failures but the step of its last lockout, which a success
       // must forget too: the check cannot show it, so a success then always clears the pair.
       const pairFailures = p.allowed && (p.remaining < p.limit || l.pair?.escalate !== undefined);
-      const refused =
-        worst([
-          [p, 'pair'],
-          [spray, 'spray'],
-        ]) ??
-        worst([
+      const hard = worst([
+        [p, 'pair'],
+        [spray, 'spray'],
+      ]);
+      if (hard !== undefined || (a.allowed && sc.allowed))
+        return { base: baseAnswers, refused: hard, pairFailures };
+      const soft = (trust: readonly unknown[]): LayerCheck => {
+        const forAccount = (trust[0] as readonly boolean[])[0] === true;
+        const inScope = (trust[1] as readonly boolean[])[0] === true;
+        const refused = worst([
           [a.allowed || forAccount ? OPEN : a, 'account'],
           [sc.allowed || inScope || forAccount ? OPEN : sc, 'scope'],
         ]);
-      return { base: answers.slice(0, n) as Decision[], refused, pairFailures };
+        return { base: baseAnswers, refused, pairFailures };
+      };
+      if (eager) return soft(answers.slice(n + 4));
+      // Only the tables a refusal depends on.
+      return mapMaybe(runSteps(this.#trustReads(client, account, scope, !sc.allowed)), soft);
     });
+  }
+
+  /**
+   * The trust reads a soft refusal depends on: the account's trust (it lets a client through both
+   * soft layers) and the scope's; a table not asked for reads as no trust.
+   */
+  #trustReads(
+    client: string,
+    account: string | undefined,
+    scope: string,
+    inScope: boolean,
+  ): Step<unknown>[] {
+    const l = this.#l;
+    const [accountTable, scopeTable] = this.#tables(scope);
+    return [
+      account !== undefined && (l.account !== undefined || l.scope !== undefined)
+        ? this.#trusted(accountTable, client, account)
+        : NO_TRUST,
+      inScope && l.scope !== undefined ? this.#trusted(scopeTable, client, 's') : NO_TRUST,
+    ];
   }
 
   /**

@@ -79,9 +79,12 @@ export function runSteps(steps: readonly Step<unknown>[]): MaybePromise<unknown[
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
     if (!(step instanceof StoreStep)) continue;
-    let j = stores.indexOf(step.store);
-    if (j < 0) j = stores.push(step.store) - 1;
-    (calls[j] ??= []).push(step.call);
+    const j = stores.indexOf(step.store);
+    if (j >= 0) (calls[j] as StoreCall[]).push(step.call);
+    else {
+      stores.push(step.store);
+      calls.push([step.call]);
+    }
   }
   let pending = false;
   const batches: MaybePromise<StoreAnswer[]>[] = [];

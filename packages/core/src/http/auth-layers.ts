@@ -10,7 +10,6 @@ import {
   refusedUncounted,
   type StartedLockout,
 } from '../failure-limiter.js';
-import { MemoryStore } from '../memory-store.js';
 import { duration, integer, objectOption, parseOptions } from '../options.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { callSafely } from '../safe-call.js';
@@ -238,12 +237,6 @@ export class AuthLayers {
   readonly #table: string;
   readonly #scopeTable: string;
   readonly #tableNames = new Map<string, readonly [string, string]>();
-  /**
-   * Whether the check's batch reads trust too. A shared store does (under attack that saves a
-   * round trip); the memory store answers at once, so it reads trust only when a soft layer
-   * refuses, in a second call that waits for nothing.
-   */
-  readonly #eagerTrust: boolean;
   /** Whether any layer is on (else the gate keeps its plain path). */
   readonly active: boolean;
 
@@ -252,7 +245,6 @@ export class AuthLayers {
     const name = client.config.name;
     const store = siblingOf(client.store, 'layers');
     this.#store = store;
-    this.#eagerTrust = !(store instanceof MemoryStore);
     // Account trust and scope trust are two tables: in one, the scope's group (every trusted
     // client) would always be the largest and give its trusts first to any account's new one.
     this.#table = `${name}.trust:`;
@@ -398,8 +390,8 @@ export class AuthLayers {
    * Before the credential counts: the layers' state for `client` (its limiter key) and `account`
    * in `scope`, read in one batch with `base` (the client limiter's own checks), whose answers
    * come back as they are. Hard layers (pair, spray) refuse outright; soft ones (account, scope)
-   * refuse only a client without trust, which the same batch reads. `pairFailures` says whether a
-   * success must clear the pair.
+   * refuse only a client without trust, read in a second batch only then. `pairFailures` says
+   * whether a success must clear the pair.
    */
   check(
     client: string,
@@ -409,7 +401,6 @@ export class AuthLayers {
   ): MaybePromise<LayerCheck> {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const eager = this.#eagerTrust;
     const steps: Step<unknown>[] = base.slice();
     steps.push(
       withAccount && l.pair !== undefined
@@ -421,7 +412,6 @@ export class AuthLayers {
         : OPEN,
       l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
     );
-    if (eager) steps.push(...this.#trustReads(client, account, scope, true));
     return mapMaybe(runSteps(steps), (answers): MaybePromise<LayerCheck> => {
       const n = base.length;
       const baseAnswers = answers.slice(0, n) as Decision[];
@@ -450,8 +440,8 @@ export class AuthLayers {
         ]);
         return { base: baseAnswers, refused, pairFailures };
       };
-      if (eager) return soft(answers.slice(n + 4));
-      // Only the tables a refusal depends on.
+      // Trust is read only now (under attack), from the tables a refusal depends on: an attack
+      // costs one store operation more, an ordinary login nothing.
       return mapMaybe(runSteps(this.#trustReads(client, account, scope, !sc.allowed)), soft);
     });
   }

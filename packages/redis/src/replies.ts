@@ -66,9 +66,26 @@ export function windowReplyValid(
   rule: WindowRule,
   peek: boolean,
 ): reply is ScriptReply {
-  // A consume that spent names, sixth, the script's time of the spend (see SpentReply).
-  if (!peek && isSpentReply(reply))
-    return reply[0] === 1 && windowReplyValid(reply.slice(0, 5), rule, peek);
+  // A consume that spent names, sixth, the script's time of the spend (see SpentReply). It is the
+  // hot path (every allowed decision), so it is checked inline: allowed, no wait, no failure
+  // state, what remains and the reset within the rule, as the five-field checks below would.
+  if (!peek && Array.isArray(reply) && reply.length === 6 && reply[0] === 1) {
+    const remaining: unknown = reply[1];
+    const reset: unknown = reply[3];
+    return (
+      reply[2] === 0 &&
+      reply[4] === 0 &&
+      isInteger(reply[5]) &&
+      isInteger(remaining) &&
+      remaining <= rule.limit &&
+      remaining >= 0 &&
+      isInteger(reset) &&
+      reset >= 0 &&
+      reset <= windowSpan(rule)
+    );
+  }
+  // Six fields from a consume that did not spend: never.
+  if (!peek && isSpentReply(reply)) return false;
   // A sixth field (1) marks a lockout in force that this call ended sooner than it was stored.
   if (!isFiveIntegers(reply) && !(isSpentReply(reply) && reply[0] === 0 && reply[5] === 1))
     return false;

@@ -8,6 +8,7 @@ import { manualClock } from '@portcullis/core/testing';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RedisStore } from '../../packages/redis/src/index.js';
+import { BATCH_SCRIPT_SHA } from '../../packages/redis/src/batch-script.js';
 import { trustKeys } from '../../packages/redis/src/trust-script.js';
 import { uniquePrefix } from '../redis/helpers.js';
 import { answerOf, attemptSequences, layeredGate, rawOf } from '../support/layer-attempts.js';
@@ -78,6 +79,61 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
     let held = 0;
     for (const k of table) held += (await command(port, ['EXISTS', k])) as number;
     expect(held).toBeGreaterThan(0);
+    await gate.close();
+    store.close();
+  });
+
+  it('a batch of keys on several slots is refused once (CROSSSLOT), then every batch goes one script per slot', async () => {
+    const clock = manualClock(1_800_000_000_000);
+    const prefix = uniquePrefix('cluster-batch');
+    const sent: { sha: unknown; slots: number }[] = [];
+    const store = new RedisStore({
+      sendCommand: (args, key) => {
+        if (args[0] === 'EVALSHA' || args[0] === 'EVAL') {
+          const n = Number(args[2]);
+          const slots = new Set(args.slice(3, 3 + n).map((k) => keySlot(String(k)))).size;
+          sent.push({ sha: args[0] === 'EVAL' ? 'source' : args[1], slots });
+        }
+        return client.sendCommand(args, key);
+      },
+      prefix,
+      clock,
+      onError: 'closed',
+    });
+    const gate = layeredGate(store, clock, { scope: 'password' });
+    const login = async (c: number) => {
+      sent.length = 0;
+      return answerOf(await gate.run(rawOf(c), { client: c, account: c, outcome: 'ok' }));
+    };
+    expect(await login(0)).toEqual([200]);
+    // The first batch spans slots: Redis refuses it (the answers are still right), the store splits.
+    expect(sent.some((c) => c.sha === BATCH_SCRIPT_SHA && c.slots > 1)).toBe(true);
+    expect(await login(1)).toEqual([200]);
+    // From then on no script spans two slots, and the check's five keys go as one script each
+    // (unless two share a slot): as many scripts as slots.
+    expect(sent.every((c) => c.slots === 1)).toBe(true);
+    const keys = [
+      `${prefix}auth:password:203.0.113.2`,
+      `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
+      `${prefix}auth.spray:password:203.0.113.2`,
+      `${prefix}auth.account:password:account:user1`,
+      `${prefix}auth.scope:password:*`,
+    ];
+    const slots = new Set(keys.map((k) => keySlot(k))).size;
+    // Check: one script per slot; success: the client's own success, the pair's (an escalating
+    // pair is always cleared) and the two trust tables.
+    const trustSlots = new Set(
+      [
+        trustKeys(prefix, 'auth.trust:password'),
+        trustKeys(prefix, 'auth.scope-trust:password'),
+      ].map((t) => keySlot(t[0] as string)),
+    );
+    const successSlots = new Set([
+      keySlot(keys[0] as string),
+      keySlot(keys[1] as string),
+      ...trustSlots,
+    ]).size;
+    expect(sent.length).toBe(slots + successSlots);
     await gate.close();
     store.close();
   });

@@ -6,9 +6,12 @@ import {
   type FailureDecision,
   type FailureRule,
   type Logger,
+  type MaybePromise,
   MemoryStore,
   PortcullisConfigError,
   type Store,
+  type StoreAnswer,
+  type StoreCall,
   type StoreLockout,
   systemClock,
   type TimerHandle,
@@ -42,6 +45,7 @@ import {
   isDelReply,
   isTrustedReply,
   isMembersReply,
+  isCrossSlot,
   isNoScript,
   isPong,
   isRangeReply,
@@ -68,6 +72,8 @@ import {
   registryKey,
   slotIndexKey,
 } from './lockout-index.js';
+import { BATCH_SCRIPT, batchArgs } from './batch-script.js';
+import { ScriptCall } from './script-call.js';
 import { SCRIPT, SCRIPT_SHA } from './script.js';
 import { TRUST_SCRIPT, TRUST_SCRIPT_SHA, trustKeys } from './trust-script.js';
 import { type SeenLockout, SeenLockouts } from './seen-lockouts.js';
@@ -798,9 +804,21 @@ export class RedisStore implements Store {
    * trust, under `open` and `closed` it is not kept. A failed trust write never fails a login.
    */
   trust(table: string, group: string, member: string, rule: TrustRule): Promise<void> {
+    const call = this.#trustCall(table, group, member, rule);
+    return call instanceof ScriptCall
+      ? this.#sendOne(call).then(() => undefined)
+      : Promise.resolve();
+  }
+
+  #trustCall(
+    table: string,
+    group: string,
+    member: string,
+    rule: TrustRule,
+  ): ScriptCall<undefined> | undefined {
     if (!this.#outage.available()) {
       this.#trustFallback(table, group, member, rule, undefined);
-      return Promise.resolve();
+      return undefined;
     }
     const args = [
       'EVALSHA',
@@ -814,11 +832,19 @@ export class RedisStore implements Store {
       group,
       member,
     ];
-    return this.#run(args, (r): r is 1 => r === 1, undefined, TRUST_SCRIPT).then(
+    return new ScriptCall(
+      args,
+      TRUST_SCRIPT,
+      false,
+      (r): r is 1 => r === 1,
       () => {
         if (this.#outage.down) this.#outage.up();
+        return undefined;
       },
-      (error: unknown) => this.#trustFallback(table, group, member, rule, error),
+      (error: unknown) => {
+        this.#trustFallback(table, group, member, rule, error);
+        return undefined;
+      },
     );
   }
 
@@ -834,9 +860,19 @@ export class RedisStore implements Store {
     groups: readonly string[],
     rule: TrustRule,
   ): Promise<boolean[]> {
-    if (groups.length === 0) return Promise.resolve([]);
+    const call = this.#trustedCall(table, member, groups, rule);
+    return call instanceof ScriptCall ? this.#sendOne(call) : Promise.resolve(call);
+  }
+
+  #trustedCall(
+    table: string,
+    member: string,
+    groups: readonly string[],
+    rule: TrustRule,
+  ): ScriptCall<boolean[]> | boolean[] {
+    if (groups.length === 0) return [];
     if (!this.#outage.available())
-      return Promise.resolve(this.#trustedFallback(table, member, groups, rule, undefined));
+      return this.#trustedFallback(table, member, groups, rule, undefined);
     const args = [
       'EVALSHA',
       TRUST_SCRIPT_SHA,
@@ -848,18 +884,127 @@ export class RedisStore implements Store {
       member,
       ...groups,
     ];
-    return this.#run(
+    return new ScriptCall(
       args,
-      (r): r is (0 | 1)[] => isTrustedReply(r, groups.length),
-      undefined,
       TRUST_SCRIPT,
-    ).then(
+      false,
+      (r): r is (0 | 1)[] => isTrustedReply(r, groups.length),
       (reply) => {
         if (this.#outage.down) this.#outage.up();
-        return reply.map((one) => one === 1);
+        return (reply as (0 | 1)[]).map((one) => one === 1);
       },
       (error: unknown) => this.#trustedFallback(table, member, groups, rule, error),
     );
+  }
+
+  /**
+   * `calls` as one store operation (see `Store.batch`): each call prepared exactly as its method
+   * prepares it (answered at once by the fallback during an outage, or by the local deny table),
+   * the rest sent as one script (batch-script.ts) that runs each call's own script in turn. On a
+   * Redis Cluster, which refuses a script whose keys hash to several slots, the first such batch
+   * is sent again split by slot (one script per slot, all at once), and so is every batch after it.
+   * A failed batch fails each of its calls as that call alone would fail (its `onError` answer).
+   */
+  batch(calls: readonly StoreCall[]): Promise<StoreAnswer[]> {
+    const answers: Promise<StoreAnswer>[] = [];
+    const ready: ScriptCall<StoreAnswer>[] = [];
+    const at: number[] = [];
+    for (const c of calls) {
+      const prepared = this.#prepare(c);
+      if (prepared instanceof ScriptCall) {
+        at.push(answers.length);
+        ready.push(prepared);
+        answers.push(Promise.resolve(undefined));
+      } else answers.push(Promise.resolve(prepared));
+    }
+    this.#sendAll(ready).forEach((answer, i) => {
+      answers[at[i] as number] = answer;
+    });
+    return Promise.all(answers);
+  }
+
+  #prepare(c: StoreCall): ScriptCall<StoreAnswer> | StoreAnswer {
+    switch (c.op) {
+      case 'checkFailures':
+        return this.#failureCall(c.key, c.rule, 'k');
+      case 'recordFailure':
+        return this.#failureCall(c.key, c.rule, 'r');
+      case 'recordSuccess':
+        return this.#failureCall(c.key, c.rule, 's');
+      case 'recordDistinct':
+        return this.#failureCall(c.key, c.rule, 'd', c.member);
+      case 'trust':
+        return this.#trustCall(c.table, c.group, c.member, c.rule);
+      case 'trusted':
+        return this.#trustedCall(c.table, c.member, c.groups, c.rule);
+    }
+  }
+
+  /** One script call, with `EVAL` once on `NOSCRIPT`, behind a re-stamp barrier when it asks. */
+  #sendOne<T>(call: ScriptCall<T>): Promise<T> {
+    return this.#run(
+      call.args,
+      call.valid as (reply: unknown) => reply is unknown,
+      call.barrier ? this.#barrier : undefined,
+      call.source,
+    ).then(call.done, call.failed);
+  }
+
+  /** Whether Redis refused keys of several slots in one script: a Cluster. */
+  #cluster = false;
+
+  /** Sends `calls`: as one batch script, or one per slot on a Cluster; answers in call order. */
+  #sendAll<T>(calls: readonly ScriptCall<T>[]): Promise<T>[] {
+    if (calls.length === 0) return [];
+    if (calls.length === 1) return [this.#sendOne(calls[0] as ScriptCall<T>)];
+    if (!this.#cluster) return this.#sendBatch(calls, true);
+    const bySlot = new Map<number, number[]>();
+    calls.forEach((c, i) => {
+      const slot = keySlot(c.args[3] as string);
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [i]);
+      else group.push(i);
+    });
+    const out: Promise<T>[] = [];
+    for (const group of bySlot.values()) {
+      const sent =
+        group.length === 1
+          ? [this.#sendOne(calls[group[0] as number] as ScriptCall<T>)]
+          : this.#sendBatch(
+              group.map((i) => calls[i] as ScriptCall<T>),
+              false,
+            );
+      group.forEach((i, k) => {
+        out[i] = sent[k] as Promise<T>;
+      });
+    }
+    return out;
+  }
+
+  #sendBatch<T>(calls: readonly ScriptCall<T>[], mayCross: boolean): Promise<T>[] {
+    const n = calls.length;
+    const settled = this.#run(
+      batchArgs(calls.map((c) => c.batched())),
+      (r): r is unknown[] => Array.isArray(r) && r.length === n,
+      this.#barrier,
+      BATCH_SCRIPT,
+    ).then(
+      (replies): Promise<T>[] =>
+        calls.map((c, i) => {
+          const reply = replies[i];
+          return Promise.resolve(
+            c.valid(reply) ? c.done(reply) : c.failed(new RedisReplyError(reply)),
+          );
+        }),
+      (error: unknown): Promise<T>[] => {
+        if (mayCross && isCrossSlot(error)) {
+          this.#cluster = true;
+          return this.#sendAll(calls);
+        }
+        return calls.map((c) => Promise.resolve(c.failed(error)));
+      },
+    );
+    return calls.map((_, i) => settled.then((answers) => answers[i] as Promise<T>));
   }
 
   #trustFallback(
@@ -1033,13 +1178,26 @@ export class RedisStore implements Store {
     op: 'k' | 'r' | 'd' | 's',
     member?: string,
   ): Promise<FailureDecision> {
-    if (!this.#outage.available())
-      return Promise.resolve(this.#failureFallback(key, rule, op, undefined, member));
+    const call = this.#failureCall(key, rule, op, member);
+    return call instanceof ScriptCall ? this.#sendOne(call) : Promise.resolve(call);
+  }
+
+  /**
+   * A failure call of `key`, ready to send, or its answer at once: the fallback's during an
+   * outage, the local deny table's during a lockout it holds.
+   */
+  #failureCall(
+    key: string,
+    rule: FailureRule,
+    op: 'k' | 'r' | 'd' | 's',
+    member?: string,
+  ): ScriptCall<FailureDecision> | FailureDecision {
+    if (!this.#outage.available()) return this.#failureFallback(key, rule, op, undefined, member);
     const from = this.#clock.now();
     // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
     // nothing, so every operation gets the same answer Redis would give.
     const denied = this.#deny?.failure(key, rule, from, op === 'r' || op === 'd');
-    if (denied !== undefined) return Promise.resolve(denied);
+    if (denied !== undefined) return denied;
     const epoch = this.#epoch;
     // During a lockout this process has seen, a failure counts nothing and a success clears
     // nothing, even in a Redis that lost the lockout: Redis is only asked for its state (a
@@ -1058,11 +1216,16 @@ export class RedisStore implements Store {
       lockoutArg(rule),
       sent === 'd' ? memberArg(member as string) : undefined,
     );
-    return this.#script(args, (r) => failureReplyValid(r, rule, sent)).then(
-      (reply) => {
+    return new ScriptCall(
+      args,
+      SCRIPT,
+      true,
+      (r): r is ScriptReply => failureReplyValid(r, rule, sent),
+      (reply): MaybePromise<FailureDecision> => {
+        const r = reply as ScriptReply;
         // A reset (here, or elsewhere through `subscribe`) after the call went out makes its reply
         // old news: it answers this call, but teaches this process nothing to remember.
-        const d = this.#failureDecision(reply, rule, key, op, epoch === this.#epoch);
+        const d = this.#failureDecision(r, rule, key, op, epoch === this.#epoch);
         const deny = this.#deny;
         if (deny !== undefined) {
           if (epoch === this.#epoch)
@@ -1071,8 +1234,8 @@ export class RedisStore implements Store {
         }
         // A lockout this call wrote (started, or by a lowered maxAttempts: 4) goes into the
         // index, and with `durability` the decision waits for a replica to have it.
-        if (reply[0] === 0 && (reply[4] === 1 || reply[4] === 4 || reply[2] === rule.lockoutMs)) {
-          void this.#index(key, reply[2], false);
+        if (r[0] === 0 && (r[4] === 1 || r[4] === 4 || r[2] === rule.lockoutMs)) {
+          void this.#index(key, r[2], false);
           const durability = this.#durability;
           if (durability !== undefined)
             return durability.after(this.#prefix + key, from).then(() => d);

@@ -189,6 +189,12 @@ export function isNoScript(error: unknown): boolean {
   return typeof message === 'string' && message.startsWith('NOSCRIPT');
 }
 
+/** Redis refused a script whose keys hash to several Cluster slots. */
+export function isCrossSlot(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && message.startsWith('CROSSSLOT');
+}
+
 export function isScanReply(reply: unknown): reply is [unknown, unknown[]] {
   return (
     Array.isArray(reply) &&

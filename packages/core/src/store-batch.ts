@@ -53,7 +53,7 @@ export function batchCalls(store: Store, calls: readonly StoreCall[]): MaybeProm
 /**
  * One store call of a phase that several limiters share: made with the other steps on the same
  * store in one batch, then turned into its limiter's answer by `finish` (events, logs, dry run).
- * @internal for the auth gate
+ * Not exported from an entry point: the auth gate's plumbing.
  */
 export class StoreStep<T> {
   constructor(

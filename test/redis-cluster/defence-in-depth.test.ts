@@ -23,6 +23,15 @@ import {
   startCluster,
 } from './harness.js';
 
+/** The client, pair, spray, account and scope keys of client 1's attempt at account 1. */
+const attemptKeys = (prefix: string) => [
+  `${prefix}auth:password:203.0.113.2`,
+  `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
+  `${prefix}auth.spray:password:203.0.113.2`,
+  `${prefix}auth.account:password:account:user1`,
+  `${prefix}auth.scope:password:*`,
+];
+
 describeWithRedis('auth layers on a Redis Cluster', () => {
   let cluster: Cluster;
   let client: StoreClient;
@@ -57,13 +66,7 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
     expect(
       answerOf(await gate.run(rawOf(1), { client: 1, account: 1, outcome: 'invalid' })),
     ).toEqual([401, 'invalid', 0]);
-    const keys = [
-      `${prefix}auth:password:203.0.113.2`,
-      `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
-      `${prefix}auth.spray:password:203.0.113.2`,
-      `${prefix}auth.account:password:account:user1`,
-      `${prefix}auth.scope:password:*`,
-    ];
+    const keys = attemptKeys(prefix);
     const owners = new Set<number>();
     for (const key of keys) {
       const port = owner(keySlot(key));
@@ -112,13 +115,7 @@ describeWithRedis('auth layers on a Redis Cluster', () => {
     // From then on no script spans two slots, and the check's five keys go as one script each
     // (unless two share a slot): as many scripts as slots.
     expect(sent.every((c) => c.slots === 1)).toBe(true);
-    const keys = [
-      `${prefix}auth:password:203.0.113.2`,
-      `${prefix}auth.pair:password:203.0.113.2\u0000account:user1`,
-      `${prefix}auth.spray:password:203.0.113.2`,
-      `${prefix}auth.account:password:account:user1`,
-      `${prefix}auth.scope:password:*`,
-    ];
+    const keys = attemptKeys(prefix);
     const slots = new Set(keys.map((k) => keySlot(k))).size;
     // Check: one script per slot; success: the client's own success, the pair's (an escalating
     // pair is always cleared) and the two trust tables.

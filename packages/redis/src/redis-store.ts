@@ -259,6 +259,8 @@ export class RedisStore implements Store {
   readonly #timers: Timers;
   /** With the system timers: the shared deadline of the calls of `timeoutMs` (else undefined). */
   readonly #deadlines: Deadlines | undefined;
+  /** Whether Redis refused a batch whose keys span slots (a Cluster): batches then go by slot. */
+  #cluster = false;
   /**
    * Lockouts this process has seen, from Redis replies or started by the fallback, keyed like the
    * store: each refuses until it ends, whatever Redis says later. At most `fallback.maxEntries`.
@@ -805,9 +807,7 @@ export class RedisStore implements Store {
    */
   trust(table: string, group: string, member: string, rule: TrustRule): Promise<void> {
     const call = this.#trustCall(table, group, member, rule);
-    return call instanceof ScriptCall
-      ? this.#sendOne(call).then(() => undefined)
-      : Promise.resolve();
+    return call instanceof ScriptCall ? this.#sendOne(call) : Promise.resolve();
   }
 
   #trustCall(
@@ -949,9 +949,6 @@ export class RedisStore implements Store {
       call.source,
     ).then(call.done, call.failed);
   }
-
-  /** Whether Redis refused keys of several slots in one script: a Cluster. */
-  #cluster = false;
 
   /** Sends `calls`: as one batch script, or one per slot on a Cluster; answers in call order. */
   #sendAll<T>(calls: readonly ScriptCall<T>[]): Promise<T>[] {

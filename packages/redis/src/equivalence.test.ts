@@ -415,7 +415,7 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             fc.array(fc.boolean(), { minLength: 40, maxLength: 40 }),
             (rules, frules, trule, ops, via) => run(mode, rules, frules, trule, ops, via),
           ),
-          { numRuns },
+          { numRuns, ...replay },
         );
       });
   });

@@ -737,12 +737,12 @@ export class RedisStore implements Store {
           batch.map(({ key }) => {
             const args = this.#args(
               key,
-              'k',
+              'n',
               String(rule.maxAttempts),
               String(rule.windowMs),
               lockoutArg(rule),
             );
-            return this.#script(args, (r) => failureReplyValid(r, rule, 'k'));
+            return this.#script(args, (r) => failureReplyValid(r, rule, 'n'));
           }),
         );
         checked.forEach((reply, n) => {

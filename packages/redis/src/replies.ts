@@ -106,9 +106,9 @@ export function windowReplyValid(
 
 /**
  * A failure operation of the script: check, record a failure, record a distinct failure, record a
- * success, write back, ban.
+ * success, write back, ban, a failure during a lockout seen, a listing's read (answers as a check).
  */
-export type FailureOp = 'k' | 'r' | 'd' | 's' | 'w' | 'b' | 'v';
+export type FailureOp = 'k' | 'r' | 'd' | 's' | 'w' | 'b' | 'v' | 'n';
 
 /** The longest earned lockout of `rule`: `lockoutMs`, or an escalated one up to `maxLockoutMs`. */
 export function longestLockout(rule: FailureRule): number {

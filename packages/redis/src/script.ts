@@ -17,7 +17,8 @@ import { createHash } from 'node:crypto';
  *          `b` bans a key by hand for ARGV[5] ms (its time is ARGV[6]); `d` records a failure
  *          against the member ARGV[5] of a distinct log (its time is ARGV[6]); `v` is a failure
  *          during a lockout the caller has seen (a check, that re-rules the expiry of a lockout in
- *          force as `r` does); `i` lists a lockout
+ *          force as `r` does); `n` reads a key a listing found in the lockout index, as `k` does when
+ *          its state is stored locked past now, else answers a clean slate and changes nothing; `i` lists a lockout
  *          in the lockout index KEYS[1] (ARGV[2] member, ARGV[3] ms left, ARGV[4] the member to drop).
  * windows  ARGV[2] limit, ARGV[3] windowMs, ARGV[4] cost (1 for a peek); a refund has one more,
  *          ARGV[5] agoMs (how long ago the units were spent) or `@<time>` (when, by the script's
@@ -69,7 +70,7 @@ local clocked = ARGV[at] ~= nil
 -- A failure check or success on an absent key (every clean client's login) is answered from the
 -- GET alone: nothing is stored, nothing to compare with the clock, so no TIME is read.
 local early
-if code == 'k' or code == 's' then
+if code == 'k' or code == 's' or code == 'n' then
   early = redis.call('GET', key)
   if not early then return { 1, tonumber(ARGV[2]), 0, 0, 0 } end
 end
@@ -587,6 +588,15 @@ if raw then
       pos = pos + 2 + len
     end
   end
+end
+
+-- A listing's read (RedisStore.lockouts, op n): the index may still name a key whose state is no
+-- longer locked (its lockout ended and a failure was counted since, then the clock stepped back).
+-- MemoryStore's listing reads only state stored locked past now, so only such state is read here,
+-- as a check reads it; anything else is left as it is.
+if code == 'n' then
+  if storedUntil <= now then return { 1, maxAttempts, 0, 0, 0 } end
+  code = 'k'
 end
 
 -- core's lockoutLength: an earned lockout's length at escalation step s.

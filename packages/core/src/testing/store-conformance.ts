@@ -834,6 +834,28 @@ export function describeStoreConformance(
         );
       }));
 
+    it('lockouts lists only state stored locked: an ended lockout, failures since and a step back leave nothing listed, and nothing changed', () =>
+      withStore(async (s, advance, rewind) => {
+        const fewer: FailureRule = { ...failures, maxAttempts: 2 };
+        expect(await s.ban?.('n:1', failures, 1000)).toEqual(
+          d('n:1', 3, false, 'locked', 0, 1000, 1000),
+        );
+        await advance(1000);
+        expect(await s.recordFailure('n:1', failures)).toEqual(
+          d('n:1', 3, true, 'allowed', 2, 0, 1000),
+        );
+        expect(await s.recordFailure('n:1', failures)).toEqual(
+          d('n:1', 3, true, 'allowed', 1, 0, 1000),
+        );
+        // Back before the ban's end: a store's record of it may still name the key, but the key
+        // holds a failure log. Read under fewer attempts it would lock; a listing must not read it.
+        await rewind(500);
+        expect(await s.lockouts?.('n:', 10, fewer)).toEqual([]);
+        expect(await s.checkFailures('n:1', failures)).toEqual(
+          d('n:1', 3, true, 'allowed', 1, 0, 1000),
+        );
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

@@ -783,6 +783,87 @@ describe('RedisStore with the core limiters (real Redis)', () => {
     expect(serverNow - start).toBeLessThan(1000);
     store.close();
   });
+
+  // A standing fixed window's consume reads the clock from its key's PTTL, not TIME (script.ts):
+  // that is exact only while the key expires exactly at the window's end.
+  describe('the fixed window hot path (PTTL for TIME)', () => {
+    const rule: WindowRule = { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 };
+    const serverNow = async () => {
+      const [s, us] = (await client.sendCommand(['TIME'], undefined)) as [string, string];
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const call = (key: string, cost = 1) =>
+      client.sendCommand(
+        ['EVALSHA', SCRIPT_SHA, '1', `${prefix}${key}`, 'cf', '3', '60000', String(cost)],
+        `${prefix}${key}`,
+      ) as Promise<number[]>;
+
+    it('every write of a window expires at its stored end, to the millisecond (PEXPIRETIME)', async () => {
+      const store = new RedisStore({ sendCommand: client.sendCommand, prefix });
+      const expiry = async (key: string) => {
+        const state = decodeState(await client.getBuffer(`${prefix}${key}`));
+        const at = Number(await client.sendCommand(['PEXPIRETIME', `${prefix}${key}`], undefined));
+        return [state?.kind, at - (state?.numbers[0] ?? 0)];
+      };
+      await store.consume('exact', rule, 1); // a new window
+      expect(await expiry('exact')).toEqual(['F', 0]);
+      await store.consume('exact', rule, 1); // the hot path: SETRANGE keeps the expiry
+      expect(await expiry('exact')).toEqual(['F', 0]);
+      // Re-ruled (a shorter window): the whole value again, expiring at its new end.
+      await store.consume('exact', { ...rule, windowMs: 30_000 }, 1);
+      expect(await expiry('exact')).toEqual(['F', 0]);
+      await store.restamp(`exact`, { ...rule, windowMs: 30_000 }, rule);
+      expect(await expiry('exact')).toEqual(['F', 0]);
+      store.close();
+    });
+
+    it('answers as the general path does: the spend time lies between two TIME readings, the reset is that time to the end', async () => {
+      await client.sendCommand(['DEL', `${prefix}hot`], undefined);
+      const first = await call('hot');
+      expect(first.slice(0, 5)).toEqual([1, 2, 0, 60_000, 0]);
+      const start = first[5] as number;
+      for (const remaining of [1, 0]) {
+        const before = await serverNow();
+        const reply = await call('hot');
+        const after = await serverNow();
+        const at = reply[5] as number;
+        expect(at).toBeGreaterThanOrEqual(before);
+        expect(at).toBeLessThanOrEqual(after);
+        expect(reply).toEqual([1, remaining, 0, start + 60_000 - at, 0, at]);
+      }
+      // Refused in the standing window: nothing spent, the wait is the time left.
+      const before = await serverNow();
+      const refused = await call('hot');
+      const after = await serverNow();
+      const left = refused[2] as number;
+      expect(refused).toEqual([0, 0, left, left, 0]);
+      expect(start + 60_000 - left).toBeGreaterThanOrEqual(before);
+      expect(start + 60_000 - left).toBeLessThanOrEqual(after);
+      // A cost beyond what is left: refused, the count unchanged.
+      await client.sendCommand(['DEL', `${prefix}hot`], undefined);
+      await call('hot');
+      expect((await call('hot', 5)).slice(0, 2)).toEqual([0, 2]);
+      expect((await call('hot', 2)).slice(0, 2)).toEqual([1, 0]);
+    });
+
+    it('a key whose expiry does not fit its window (an older write, a clock stepped back) goes the general way', async () => {
+      const key = `${prefix}skewed`;
+      await client.sendCommand(['DEL', key], undefined);
+      const first = await call('skewed');
+      const start = first[5] as number;
+      // Expiring later than the window's end could: the PTTL says nothing of the clock.
+      await client.sendCommand(['PEXPIRE', key, '3600000'], undefined);
+      const before = await serverNow();
+      const reply = await call('skewed');
+      const at = reply[5] as number;
+      expect(at).toBeGreaterThanOrEqual(before);
+      expect(reply).toEqual([1, 1, 0, start + 60_000 - at, 0, at]);
+      // A key without an expiry, the same.
+      await client.sendCommand(['PERSIST', key], undefined);
+      const again = await call('skewed');
+      expect(again.slice(0, 4)).toEqual([1, 0, 0, start + 60_000 - (again[5] as number)]);
+    });
+  });
 });
 
 describe('RedisStore malformed replies', () => {

@@ -27,7 +27,9 @@ import { createHash } from 'node:crypto';
  *          or `lockoutMs,factor,maxLockoutMs` for a rule that escalates (a plain rule's number alone,
  *          so the common call parses nothing more).
  * ARGV[5]  (a refund's ARGV[6]) absent: read the Redis server clock (`TIME`), the normal case;
- *          else now in ms (tests). A check (`k`) or success (`s`) on an absent key answers a clean
+ *          else now in ms (tests). A consume of a fixed window that stands reads the clock from
+ *          its key's PTTL instead (every write of a fixed window sets its expiry to the window's
+ *          end with PEXPIREAT, so end − PTTL is TIME's reading to the millisecond). A check (`k`) or success (`s`) on an absent key answers a clean
  *          slate from its `GET` alone, before the clock is read.
  *
  * Clock steps: state stamped in the future (a window start, a bucket's last refill, a failure
@@ -74,6 +76,29 @@ if code == 'k' or code == 's' or code == 'n' then
   early = redis.call('GET', key)
   if not early then return { 1, tonumber(ARGV[2]), 0, 0, 0 } end
 end
+-- A fixed window's key expires exactly at the window's end (PEXPIREAT, below), so while its window
+-- stands its PTTL is the time left to the end by the server clock: a consume of such a window (the
+-- hot path) reads the clock from it, as TIME would give it to the millisecond, and needs no TIME.
+-- Anything else (no window, another kind or rule, a PTTL that does not fit: a key written by an
+-- older version, a server clock stepped back) goes the general way below.
+local fetched
+if code == 'cf' and not clocked then
+  fetched = redis.call('GET', key)
+  if fetched and #fetched == 25 then
+    local kind, exp, start, count = struct.unpack('>c1ddd', fetched)
+    local w = tonumber(ARGV[3])
+    if kind == 'F' and exp == start + w then
+      local left = redis.call('PTTL', key)
+      if left > 0 and left <= w then
+        local limit, cost = tonumber(ARGV[2]), tonumber(ARGV[4])
+        if count + cost > limit then return { 0, math.max(0, limit - count), left, left, 0 } end
+        count = count + cost
+        redis.call('SETRANGE', key, 17, struct.pack('>d', count))
+        return { 1, limit - count, 0, left, 0, exp - left }
+      end
+    end
+  end
+end
 local now
 if clocked then
   now = tonumber(ARGV[at])
@@ -101,9 +126,20 @@ end
 
 -- Fixed window first, before any helper exists: it is the common case and the hot path, so it reads
 -- and writes inline.
+-- Writes a fixed window's value, expiring exactly at its end exp (see the hot path above); with a
+-- caller's clock (tests) it is kept ttl ms instead (see save()).
+local function fixed(value, exp, ttl)
+  if clocked then
+    redis.call('SET', key, value, 'PX', ttl)
+  else
+    redis.call('SET', key, value)
+    redis.call('PEXPIREAT', key, exp)
+  end
+end
+
 if code == 'cf' or code == 'pf' then
   local limit, w = tonumber(ARGV[2]), tonumber(ARGV[3])
-  local raw = redis.call('GET', key)
+  local raw = fetched or redis.call('GET', key)
   local live, exp, start, count = false, 0, now, 0
   if raw then
     local kind
@@ -132,7 +168,7 @@ if code == 'cf' or code == 'pf' then
     if clamped then
       local ttl = w
       if clocked and ttl < 60000 then ttl = 60000 end
-      redis.call('SET', key, struct.pack('>c1ddd', 'F', start + w, start, count), 'PX', ttl)
+      fixed(struct.pack('>c1ddd', 'F', start + w, start, count), start + w, ttl)
     end
     local reset = start + w - now
     if count < limit then return { 1, limit - count, 0, reset, 0 } end
@@ -151,7 +187,7 @@ if code == 'cf' or code == 'pf' then
     -- A new or re-ruled window: the whole value, expiring when the window ends (reset > 0).
     local ttl = reset
     if clocked and ttl < 60000 then ttl = 60000 end
-    redis.call('SET', key, struct.pack('>c1ddd', 'F', start + w, start, count), 'PX', ttl)
+    fixed(struct.pack('>c1ddd', 'F', start + w, start, count), start + w, ttl)
   end
   if allowed then return { 1, limit - count, 0, reset, 0, now } end
   return { 0, math.max(0, limit - count), reset, reset, 0 }
@@ -204,6 +240,10 @@ local function save(value, exp)
   -- With a caller's clock (tests only) virtual time does not pass in Redis: keep the key a minute
   -- so it is not gone in real time before its virtual end (the stored expiresAt still rules).
   if clocked and ttl < 60000 then ttl = 60000 end
+  if string.sub(value, 1, 1) == 'F' then
+    fixed(value, exp, ttl)
+    return
+  end
   redis.call('SET', key, value, 'PX', ttl)
 end
 

@@ -11,7 +11,8 @@
  * Each property runs three ways: with the local deny table off, on (the default: refusals answered
  * by the process without Redis), and as two processes (two RedisStores on one prefix, each with its
  * own subscriber connection, every call through one of them at random) against one MemoryStore:
- * local answers, invalidations and all, still equal MemoryStore decision for decision.
+ * local answers, invalidations and all, still equal MemoryStore decision for decision (there the
+ * clock only moves forward: see the `rewind` case).
  */
 import {
   type Decision,
@@ -211,6 +212,11 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
             clock.advance(o.ms);
             break;
           case 'rewind':
+            // Two processes share this one clock, so a step back reaches a process that missed
+            // the end of a refusal it holds (another one saw it): that entry answers again until
+            // its end, the bounded case local-deny.test.ts states. One process (mode 'on') is
+            // stepped back with its table.
+            if (mode === 'two') break;
             rewound += o.ms;
             clock.set(clock.now() - o.ms);
             break;

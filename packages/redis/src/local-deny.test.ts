@@ -707,6 +707,42 @@ describe('local deny table: invalidation across processes', () => {
     }
   });
 
+  it('a step back after an end A did not see: A answers its entry again until its end, within maxStaleMs', async () => {
+    const p = pair();
+    const short: FailureRule = { maxAttempts: 2, windowMs: 60_000, lockoutMs: 300 };
+    try {
+      await p.deny.recordFailure('ip', short);
+      expect(await p.deny.recordFailure('ip', short)).toMatchObject({ lockoutStarted: true });
+      // B sees the lockout end (Redis forgets it); A, idle, learns nothing.
+      p.clock.advance(400);
+      expect(await p.plain.checkFailures('ip', short)).toMatchObject({
+        allowed: true,
+        remaining: 2,
+      });
+      // A's clock steps back to 200 ms after A learnt the lockout: its entry is live by that clock.
+      p.clock.set(1_000_200);
+      const before = p.c.count();
+      expect(await p.deny.checkFailures('ip', short)).toEqual({
+        allowed: false,
+        reason: 'locked',
+        limit: 2,
+        remaining: 0,
+        retryAfterMs: 100,
+        resetMs: 100,
+        key: 'ip',
+      });
+      expect(p.c.count()).toBe(before);
+      // At the entry's end Redis answers again: nothing is locked there.
+      p.clock.advance(100);
+      expect(await p.deny.checkFailures('ip', short)).toMatchObject({
+        allowed: true,
+        remaining: 2,
+      });
+    } finally {
+      await p.close();
+    }
+  });
+
   it('without subscribe, a lockout this process saw outlives a reset elsewhere (Redis forgetting it is treated as data loss)', async () => {
     const p = pair();
     try {

@@ -751,7 +751,7 @@ export class RedisStore implements Store {
           // do both); the listing says what Redis holds. A lockout the read cut short (clamped
           // under this rule's own bound, say an escalation step) is forgotten everywhere, as
           // after a check.
-          if (reply[5] === 1) this.#shortened(key);
+          if (reply[5] === 1) this.#shortened(key, reply);
           this.#seen.left(key, rule, this.#clock.now());
           // What the deny table learnt under another rule may no longer be what Redis holds.
           this.#deny?.delete(key);
@@ -1257,7 +1257,7 @@ export class RedisStore implements Store {
   ): FailureDecision {
     const d = this.#decision(reply, rule.maxAttempts, key, 'locked');
     const now = this.#clock.now();
-    if (reply[5] === 1) this.#shortened(key);
+    if (reply[5] === 1) this.#shortened(key, reply);
     const seen = this.#seen.left(key, rule, now);
     if (d.reason === 'locked') {
       // Remember it, so that it keeps refusing if Redis fails or forgets it before it ends.
@@ -1293,11 +1293,13 @@ export class RedisStore implements Store {
    * This call ended `key`'s lockout sooner than Redis held it (a clock that stepped back, a lowered
    * lockoutMs): what this process and the others remember of the longer one goes, so that none
    * refuses past the new end. The same marked message as a reopening refund: it invalidates, and
-   * cancels no refund.
+   * cancels no refund. Its lockout index entry is moved to the new end, so that a listing takes
+   * lockouts in the order of their ends as they are, as MemoryStore's does.
    */
-  #shortened(key: string): void {
+  #shortened(key: string, reply: ScriptReply): void {
     this.#seen.delete(key);
     this.#deny?.delete(key);
+    void this.#index(key, reply[2], reply[4] === 3);
     this.#publish(key, REOPENED + key).then(
       () => undefined,
       (error: unknown) => this.#outage.fail(error),

@@ -856,6 +856,23 @@ export function describeStoreConformance(
         );
       }));
 
+    it('lockouts takes the soonest ends as they are: a lockout a listing shortened after a step back comes before a later ban', () =>
+      withStore(async (s, _advance, rewind) => {
+        const list = async (limit: number) =>
+          ((await s.lockouts?.('o:', limit, failures)) ?? []).map((l) => [l.key, l.retryAfterMs]);
+        for (let i = 0; i < 3; i++) await s.recordFailure('o:a', failures);
+        await rewind(1000);
+        // Read by the listing, clamped to lockoutMs from the new now: it ends 1 s sooner than it
+        // was stored (a check clamps it the same way).
+        expect(await list(10)).toEqual([['o:a', 5000]]);
+        await s.ban?.('o:b', failures, 5500);
+        expect(await list(1)).toEqual([['o:a', 5000]]);
+        expect(await list(10)).toEqual([
+          ['o:a', 5000],
+          ['o:b', 5500],
+        ]);
+      }));
+
     it('delete forgets a key: window, bucket, history and lockout', () =>
       withStore(async (s) => {
         for (let i = 0; i < 3; i++) await s.recordFailure('x', failures);

@@ -812,7 +812,7 @@ describe('RedisStore with the core limiters (real Redis)', () => {
       // Re-ruled (a shorter window): the whole value again, expiring at its new end.
       await store.consume('exact', { ...rule, windowMs: 30_000 }, 1);
       expect(await expiry('exact')).toEqual(['F', 0]);
-      await store.restamp(`exact`, { ...rule, windowMs: 30_000 }, rule);
+      await store.restamp('exact', { ...rule, windowMs: 30_000 }, rule);
       expect(await expiry('exact')).toEqual(['F', 0]);
       store.close();
     });

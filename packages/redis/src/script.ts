@@ -77,34 +77,30 @@ if code == 'k' or code == 's' or code == 'n' then
   if not early then return { 1, tonumber(ARGV[2]), 0, 0, 0 } end
 end
 -- A fixed window's key expires exactly at the window's end (PEXPIREAT, below), so while its window
--- stands its PTTL is the time left to the end by the server clock: a consume of such a window (the
--- hot path) reads the clock from it, as TIME would give it to the millisecond, and needs no TIME.
--- Anything else (no window, another kind or rule, a PTTL that does not fit: a key written by an
--- older version, a server clock stepped back) goes the general way below.
+-- stands, end − PTTL is the server clock's reading to the millisecond, as TIME gives it: a consume
+-- of such a window (the hot path) reads the clock there and needs no TIME. Anything else (no
+-- window, another kind or rule, a PTTL that does not fit: a key written by an older version, a
+-- server clock stepped back) reads TIME. The decision itself is the fixed window's, below.
 local fetched
-if code == 'cf' and not clocked then
-  fetched = redis.call('GET', key)
-  if fetched and #fetched == 25 then
-    local kind, exp, start, count = struct.unpack('>c1ddd', fetched)
-    local w = tonumber(ARGV[3])
-    if kind == 'F' and exp == start + w then
-      local left = redis.call('PTTL', key)
-      if left > 0 and left <= w then
-        local limit, cost = tonumber(ARGV[2]), tonumber(ARGV[4])
-        if count + cost > limit then return { 0, math.max(0, limit - count), left, left, 0 } end
-        count = count + cost
-        redis.call('SETRANGE', key, 17, struct.pack('>d', count))
-        return { 1, limit - count, 0, left, 0, exp - left }
-      end
-    end
-  end
-end
 local now
 if clocked then
   now = tonumber(ARGV[at])
 else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if code == 'cf' then
+    fetched = redis.call('GET', key)
+    if fetched and #fetched == 25 then
+      local kind, exp, start = struct.unpack('>c1dd', fetched)
+      local w = tonumber(ARGV[3])
+      if kind == 'F' and exp == start + w then
+        local left = redis.call('PTTL', key)
+        if left > 0 and left <= w then now = exp - left end
+      end
+    end
+  end
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
 end
 
 if code == 'i' then
@@ -124,10 +120,8 @@ if code == 'i' then
   return 1
 end
 
--- Fixed window first, before any helper exists: it is the common case and the hot path, so it reads
--- and writes inline.
--- Writes a fixed window's value, expiring exactly at its end exp (see the hot path above); with a
--- caller's clock (tests) it is kept ttl ms instead (see save()).
+-- Writes a fixed window's value, expiring exactly at its end exp (what the PTTL clock above relies
+-- on); with a caller's clock (tests) it is kept ttl ms instead (see save()).
 local function fixed(value, exp, ttl)
   if clocked then
     redis.call('SET', key, value, 'PX', ttl)
@@ -136,6 +130,9 @@ local function fixed(value, exp, ttl)
     redis.call('PEXPIREAT', key, exp)
   end
 end
+
+-- Fixed window first, before the other helpers exist: it is the common case and the hot path, so it
+-- reads and writes inline.
 
 if code == 'cf' or code == 'pf' then
   local limit, w = tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -10,6 +10,7 @@ export { systemTimers } from './clock.js';
 export { WARNING_CODES, type WarningCode, type Warnings, warningsOption } from './warnings.js';
 export { isPromise, type MaybePromise, mapMaybe } from './promise.js';
 export { callSafely, safeLogger } from './safe-call.js';
+export { type WithoutUndefined, withoutUndefined } from './without-undefined.js';
 export { timeStoreCall } from './events.js';
 export { byEnd } from './store.js';
 export { batchCalls, callStore } from './store-batch.js';

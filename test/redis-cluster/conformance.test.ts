@@ -23,7 +23,7 @@ import {
   opArb,
   trustRule,
   twoRulesEach,
-} from '../../packages/redis/src/equivalence-ops.test-util.js';
+} from '../../packages/redis/test/equivalence-ops.js';
 import { RedisStore } from '../../packages/redis/src/index.js';
 import { trustKeys } from '../../packages/redis/src/trust-script.js';
 import { uniquePrefix } from '../redis/helpers.js';

@@ -1,6 +1,8 @@
 import type { Clock, Logger } from '@portcullis/core';
 import { WHERE } from './options.js';
-import { RedisTimeoutError } from './replies.js';
+import { isWaitReply, RedisTimeoutError } from './replies.js';
+import type { Settings } from './settings.js';
+import type { Transport } from './transport.js';
 
 /** What {@link DurableLockouts} needs from its store. */
 export interface DurableLockoutsOptions {
@@ -117,4 +119,27 @@ export class DurableLockouts {
       `${WHERE}: WAIT reaches the replicas again after ${forMs}ms; ${short.unconfirmed} lockouts were not confirmed on a replica`,
     );
   }
+}
+
+/** The WAIT after a lockout starts (`durability`), within its own deadline. */
+export function waitingLockouts(
+  transport: Transport,
+  o: Settings,
+  d: NonNullable<Settings['durability']>,
+): DurableLockouts {
+  return new DurableLockouts({
+    replicas: d.replicas,
+    timeoutMs: d.timeoutMs,
+    storeTimeoutMs: o.timeoutMs,
+    probeMs: o.probeMs,
+    prefix: o.prefix,
+    clock: o.clock,
+    logger: o.logger,
+    wait: (redisKey, replicas, ms, deadlineMs) =>
+      transport.deadline(
+        () => transport.call(['WAIT', String(replicas), String(ms)], redisKey),
+        isWaitReply,
+        deadlineMs,
+      ),
+  });
 }

@@ -41,7 +41,7 @@ import {
   opArb,
   trustRule,
   twoRulesEach,
-} from './equivalence-ops.test-util.js';
+} from '../test/equivalence-ops.js';
 
 /** How the Redis side runs: deny table off, on, or two processes sharing Redis. */
 type Mode = 'off' | 'on' | 'two';

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { PACKAGES } from './scripts/workspaces.mjs';
 
 const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -16,12 +17,14 @@ const alias = [
     replacement: root('./packages/core/src/adapter.ts'),
   },
   {
-    find: /^@portcullis\/(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel|cli)$/,
+    find: new RegExp(`^@portcullis/(${PACKAGES.join('|')})$`),
     replacement: root('./packages/$1/src/index.ts'),
   },
 ];
 
 const services = [root('./test/setup/services.ts')];
+/** The packages whose unit tests need a Redis or built packages (test/setup/services.ts). */
+const WITH_SERVICES = new Set(['redis', 'cli']);
 
 const pkg = (name: string, globalSetup: string[] = []) => ({
   extends: true as const,
@@ -35,17 +38,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     projects: [
-      pkg('core'),
-      pkg('express'),
-      pkg('koa'),
-      pkg('fastify'),
-      pkg('hono'),
-      pkg('fetch'),
-      pkg('ws'),
-      pkg('rpc'),
-      pkg('redis', services),
-      pkg('otel'),
-      pkg('cli', services),
+      ...PACKAGES.map((name) => pkg(name, WITH_SERVICES.has(name) ? services : [])),
       {
         extends: true,
         test: { name: 'integration', include: ['test/**/*.test.ts'], globalSetup: services },

@@ -22,20 +22,9 @@ import { fileURLToPath } from 'node:url';
 export const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CACHE = join(REPO, 'node_modules', '.cache', 'portcullis-build');
 
-/** The publishable packages, each after the packages it depends on. */
-export const PACKAGES = [
-  'core',
-  'express',
-  'koa',
-  'fastify',
-  'hono',
-  'fetch',
-  'ws',
-  'rpc',
-  'redis',
-  'otel',
-  'cli',
-];
+import { dependenciesOf, PACKAGES } from './workspaces.mjs';
+
+export { dependenciesOf, PACKAGES };
 
 /** @param {string} name */
 export const packageDir = (name) => join(REPO, 'packages', name);
@@ -51,14 +40,6 @@ function files(dir) {
   return out.sort();
 }
 
-/** @param {string} name @returns {string[]} the @portcullis packages `name` builds against */
-export function dependenciesOf(name) {
-  const manifest = JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8'));
-  const all = { ...manifest.dependencies, ...manifest.peerDependencies };
-  return Object.keys(all)
-    .filter((d) => d.startsWith('@portcullis/'))
-    .map((d) => d.slice('@portcullis/'.length));
-}
 
 /** @type {Map<string, string>} */
 const memo = new Map();

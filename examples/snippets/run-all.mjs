@@ -3,9 +3,10 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { PACKAGES } from '../../scripts/workspaces.mjs';
 
 /** A snippet file: `<package>-<topic>.mjs`, shown in packages/<package>/README.md. */
-export const SNIPPET = /^(core|express|koa|fastify|hono|fetch|ws|rpc|redis|otel)-[a-z0-9-]+\.mjs$/;
+export const SNIPPET = new RegExp(`^(${PACKAGES.join('|')})-[a-z0-9-]+\\.mjs$`);
 
 /** This directory. */
 export const DIR = fileURLToPath(new URL('.', import.meta.url));

@@ -12,17 +12,14 @@ import type { Transport } from './transport.js';
  * alone would fail (its `onError` answer).
  */
 export class Batching {
-  readonly #transport: Transport;
   /** Whether Redis refused a batch whose keys span slots (a Cluster): batches then go by slot. */
   #cluster = false;
 
-  constructor(transport: Transport) {
-    this.#transport = transport;
-  }
+  constructor(private readonly transport: Transport) {}
 
   /** One script call, behind a re-stamp barrier when it asks. */
   one<T>(call: ScriptCall<T>): Promise<T> {
-    return this.#transport.script(
+    return this.transport.script(
       call.args,
       call.source,
       call.valid as (reply: unknown) => reply is unknown,
@@ -62,7 +59,7 @@ export class Batching {
 
   #batch<T>(calls: readonly ScriptCall<T>[], mayCross: boolean): Promise<T>[] {
     const n = calls.length;
-    const settled = this.#transport
+    const settled = this.transport
       .run(
         batchArgs(calls.map((c) => c.batched())),
         BATCH_SCRIPT,

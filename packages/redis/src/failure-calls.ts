@@ -25,13 +25,10 @@ export interface FailureParts {
  * reply reconciled with what this process knows (the lockouts it saw, its local deny table).
  */
 export class FailureCalls {
-  readonly #s: Shared;
-  readonly #p: FailureParts;
-
-  constructor(shared: Shared, parts: FailureParts) {
-    this.#s = shared;
-    this.#p = parts;
-  }
+  constructor(
+    private readonly s: Shared,
+    private readonly p: FailureParts,
+  ) {}
 
   /**
    * A failure call of `key`, ready to send, or its answer at once: the fallback's during an
@@ -43,8 +40,8 @@ export class FailureCalls {
     op: FailureCallOp,
     member?: string,
   ): ScriptCall<FailureDecision> | FailureDecision {
-    const s = this.#s;
-    if (!s.outage.available()) return this.#p.fallback.failure(key, rule, op, undefined, member);
+    const s = this.s;
+    if (!s.outage.available()) return this.p.fallback.failure(key, rule, op, undefined, member);
     const from = s.clock.now();
     // A lockout held locally: a failure during it neither counts nor extends it, a success lifts
     // nothing, so every operation gets the same answer Redis would give.
@@ -70,7 +67,7 @@ export class FailureCalls {
       true,
       (r): r is ScriptReply => failureReplyValid(r, rule, sent),
       (reply) => this.#answer(reply as ScriptReply, rule, key, op, sent, from, epoch),
-      (error: unknown) => this.#p.fallback.failure(key, rule, op, error, member),
+      (error: unknown) => this.p.fallback.failure(key, rule, op, error, member),
     );
   }
 
@@ -86,7 +83,7 @@ export class FailureCalls {
     op: FailureCallOp,
     current: boolean,
   ): FailureDecision {
-    const s = this.#s;
+    const s = this.s;
     if (s.outage.down) s.outage.up();
     const d = replyDecision(reply, rule.maxAttempts, key, 'locked');
     const now = s.clock.now();
@@ -112,7 +109,7 @@ export class FailureCalls {
     // Redis says no lockout (restarted empty, failed over, …): one this process saw still refuses,
     // and is written back.
     if (seen > 0) {
-      if (current) this.#p.writeBack.lost(key);
+      if (current) this.p.writeBack.lost(key);
       return lockedDecision(key, rule, seen, 'locked');
     }
     if (op === 's' && s.local.size() > 0) {
@@ -129,11 +126,11 @@ export class FailureCalls {
    * takes lockouts in the order of their ends as they are, as MemoryStore's does.
    */
   shortened(key: string, reply: ScriptReply): void {
-    const s = this.#s;
+    const s = this.s;
     s.seen.delete(key);
     s.deny?.delete(key);
-    void this.#p.index.list(key, reply[2], reply[4] === 3);
-    void this.#p.invalidations.reopened(key);
+    void this.p.index.list(key, reply[2], reply[4] === 3);
+    void this.p.invalidations.reopened(key);
   }
 
   /** A sent call's reply: the decision, what the deny table learns, the index and durability. */
@@ -146,7 +143,7 @@ export class FailureCalls {
     from: number,
     epoch: number,
   ): MaybePromise<FailureDecision> {
-    const s = this.#s;
+    const s = this.s;
     // A reset (here, or elsewhere through `subscribe`) after the call went out makes its reply
     // old news: it answers this call, but teaches this process nothing to remember.
     const d = this.decide(r, rule, key, op, epoch === s.epoch);
@@ -158,8 +155,8 @@ export class FailureCalls {
     // A lockout this call wrote (started, or by a lowered maxAttempts: 4) goes into the index, and
     // with `durability` the decision waits for a replica to have it.
     if (r[0] === 0 && (r[4] === 1 || r[4] === 4 || r[2] === rule.lockoutMs)) {
-      void this.#p.index.list(key, r[2], false);
-      const durability = this.#p.durability;
+      void this.p.index.list(key, r[2], false);
+      const durability = this.p.durability;
       if (durability !== undefined) return durability.after(s.prefix + key, from).then(() => d);
     }
     return d;

@@ -36,15 +36,11 @@ export function fallbackStore(
  * (logged once per outage), and each degraded decision is counted by the outage.
  */
 export class Fallback {
-  readonly #s: Shared;
-
-  constructor(shared: Shared) {
-    this.#s = shared;
-  }
+  constructor(private readonly s: Shared) {}
 
   /** A consume of `cost`, or a peek (`cost` undefined). */
   window(key: string, rule: WindowRule, cost: number | undefined, error: unknown): Decision {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     let d: Decision;
     if (s.policy === 'fallback') {
@@ -58,7 +54,7 @@ export class Fallback {
 
   /** A refund Redis could not take: under `fallback` the fallback store gets it, else it is lost. */
   refund(key: string, rule: WindowRule, cost: number, agoMs: number, error: unknown): void {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     if (s.policy === 'fallback') s.local.refund(key, rule, cost, agoMs);
   }
@@ -71,7 +67,7 @@ export class Fallback {
     error: unknown,
     member?: string,
   ): FailureDecision {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     const now = s.clock.now();
     const seen = s.seen.left(key, rule, now);
@@ -100,7 +96,7 @@ export class Fallback {
 
   /** A ban by hand: the fallback store bans, and the ban is written back when Redis returns. */
   ban(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     const d = s.local.ban(key, rule, ms);
     if (d.reason === 'locked') {
@@ -112,7 +108,7 @@ export class Fallback {
 
   /** A trust write: kept by the fallback store under `fallback`, else not kept. */
   trust(table: string, group: string, member: string, rule: TrustRule, error: unknown): void {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     if (s.policy === 'fallback') s.local.trust(table, group, member, rule);
   }
@@ -125,7 +121,7 @@ export class Fallback {
     rule: TrustRule,
     error: unknown,
   ): boolean[] {
-    const s = this.#s;
+    const s = this.s;
     if (error !== undefined) s.outage.fail(error);
     if (s.policy === 'fallback') return s.local.trusted(table, member, groups, rule);
     return groups.map(() => s.policy === 'open');

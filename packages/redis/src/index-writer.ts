@@ -11,13 +11,10 @@ const REGISTERED_FOR_MS = 3_600_000;
  * in its slot's sorted set, and the slot's name in the registry of slots that have held one.
  */
 export class IndexWriter {
-  readonly #s: Shared;
   /** Hash slots this process has named in the registry, and when. */
   readonly #registered = new Map<number, number>();
 
-  constructor(shared: Shared) {
-    this.#s = shared;
-  }
+  constructor(private readonly s: Shared) {}
 
   /**
    * Lists a lockout of `key` that lasts `leftMs` in its slot's lockout index (one single-key
@@ -29,7 +26,7 @@ export class IndexWriter {
    */
   list(key: string, leftMs: number, ban: boolean): Promise<void> {
     if (leftMs <= 0) return Promise.resolve();
-    const s = this.#s;
+    const s = this.s;
     const redisKey = s.prefix + key;
     const [member, other] = indexMembers(redisKey, ban);
     const args = s.args.raw(indexKeyOf(s.prefix, redisKey), 'i', member, String(leftMs), other);
@@ -49,7 +46,7 @@ export class IndexWriter {
 
   /** `DEL` of `redisKey` and `ZREM` of its index entries, pipelined: the key is gone, unlisted. */
   erase(redisKey: string): [deleted: Promise<unknown>, unlisted: Promise<unknown>] {
-    const { prefix, transport } = this.#s;
+    const { prefix, transport } = this.s;
     const index = indexKeyOf(prefix, redisKey);
     return [
       transport.call(['DEL', redisKey], redisKey),
@@ -59,7 +56,7 @@ export class IndexWriter {
 
   /** Names `slot` in the registry unless this process did within the hour. */
   #register(slot: number): Promise<unknown> | undefined {
-    const { clock, prefix, transport } = this.#s;
+    const { clock, prefix, transport } = this.s;
     const now = clock.now();
     const known = this.#registered.get(slot);
     if (known !== undefined && now >= known && now - known < REGISTERED_FOR_MS) return undefined;

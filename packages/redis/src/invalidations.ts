@@ -31,9 +31,7 @@ function settle(value: unknown): void {
  * local refusal or a seen lockout that Redis no longer holds.
  */
 export class Invalidations {
-  readonly #s: Shared;
   readonly #channel: string;
-  readonly #logger: Logger | undefined;
   #unsubscribe: Unsubscribe | undefined;
   /**
    * Whether resets made elsewhere reach this process (`subscribe` given and not failed): only then
@@ -41,10 +39,11 @@ export class Invalidations {
    */
   #subscribed = false;
 
-  constructor(shared: Shared, logger: Logger | undefined) {
-    this.#s = shared;
-    this.#channel = `${shared.prefix}deny-invalidations`;
-    this.#logger = logger;
+  constructor(
+    private readonly s: Shared,
+    private readonly logger: Logger | undefined,
+  ) {
+    this.#channel = `${s.prefix}deny-invalidations`;
   }
 
   /** See {@link Invalidations.#subscribed}. */
@@ -68,14 +67,14 @@ export class Invalidations {
     const failed = (error: unknown) => {
       this.#subscribed = false;
       const text = error instanceof Error ? error.message : String(error);
-      this.#logger?.warn(
+      this.logger?.warn(
         { code: 'PORTCULLIS_SUBSCRIBE_FAILED', store: WHERE, channel: this.#channel, err: error },
         `${WHERE}: subscribe to ${this.#channel} failed (${text}); resets made in other processes reach this one within localDeny.maxStaleMs`,
       );
     };
     const keep = (value: unknown) => {
       if (typeof value !== 'function') return;
-      if (this.#s.closed) this.#stop(value as Unsubscribe);
+      if (this.s.closed) this.#stop(value as Unsubscribe);
       else this.#unsubscribe = value as Unsubscribe;
     };
     try {
@@ -102,7 +101,7 @@ export class Invalidations {
     return this.#publish(key, REOPENED + key).then(
       () => undefined,
       (error: unknown) => {
-        if (!quiet) this.#s.outage.fail(error);
+        if (!quiet) this.s.outage.fail(error);
       },
     );
   }
@@ -115,9 +114,9 @@ export class Invalidations {
   }
 
   #publish(key: string, message: string): Promise<unknown> {
-    const redisKey = this.#s.prefix + key;
+    const redisKey = this.s.prefix + key;
     // Classic PUBLISH reaches every node of a Cluster; the key lets a routing client pick its node.
-    return this.#s.transport.call(['PUBLISH', this.#channel, message], redisKey);
+    return this.s.transport.call(['PUBLISH', this.#channel, message], redisKey);
   }
 
   #stop(stop: Unsubscribe): void {

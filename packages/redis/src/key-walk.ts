@@ -10,16 +10,12 @@ import type { Shared } from './shared.js';
  * counting them for `size()`, and re-stamping them after a limiter was reconfigured.
  */
 export class KeyWalk {
-  readonly #s: Shared;
-
-  constructor(shared: Shared) {
-    this.#s = shared;
-  }
+  constructor(private readonly s: Shared) {}
 
   /** How many limiter keys the store holds in Redis (rejects on a Redis failure). */
   async count(): Promise<number> {
     let count = 0;
-    await eachScanPage(this.#scan(this.#s.prefix), this.#s.prefix, (keys) => {
+    await eachScanPage(this.#scan(this.s.prefix), this.s.prefix, (keys) => {
       count += keys.length;
     });
     return count;
@@ -35,7 +31,7 @@ export class KeyWalk {
     before: WindowRule | FailureRule,
     after: WindowRule | FailureRule,
   ): Promise<void> {
-    const { outage, scriptClock, transport } = this.#s;
+    const { outage, scriptClock, transport } = this.s;
     // A test clock's time of the reconfigure: every key is re-stamped as of then (the server
     // clock, in production, moves on by itself while the walk runs).
     const at = scriptClock?.now();
@@ -54,7 +50,7 @@ export class KeyWalk {
     after: WindowRule | FailureRule,
     at: number | undefined,
   ): Promise<void> {
-    const s = this.#s;
+    const s = this.s;
     const failure = !('algorithm' in after);
     const op = 'algorithm' in after ? RESTAMP[after.algorithm] : 'xl';
     const numbers =
@@ -80,7 +76,7 @@ export class KeyWalk {
 
   /** `SCAN` pages of the keys starting with `keyPrefix`, each within `timeoutMs`. */
   #scan(keyPrefix: string): ScanPage {
-    const { transport } = this.#s;
+    const { transport } = this.s;
     const match = `${globEscape(keyPrefix)}*`;
     return (cursor) =>
       transport.deadline(

@@ -28,18 +28,15 @@ type Candidate = { key: string; until: number };
  * Redis failure (the store then lists what the fallback holds).
  */
 export class LockoutListing {
-  readonly #s: Shared;
-  readonly #failures: FailureCalls;
-
-  constructor(shared: Shared, failures: FailureCalls) {
-    this.#s = shared;
-    this.#failures = failures;
-  }
+  constructor(
+    private readonly s: Shared,
+    private readonly failures: FailureCalls,
+  ) {}
 
   /** The lockouts in force whose keys start with `prefix`, soonest end first, at most `limit`. */
   async list(prefix: string, limit: number, rule: FailureRule): Promise<StoreLockout[]> {
     const now = await this.#now();
-    const candidates = await this.#candidates(this.#s.prefix + prefix, limit, now);
+    const candidates = await this.#candidates(this.s.prefix + prefix, limit, now);
     const found: StoreLockout[] = [];
     // Read as a check reads them, soonest first, only as many as are still to be listed (the
     // memory store reads the same ones, so both leave the same state behind).
@@ -53,14 +50,14 @@ export class LockoutListing {
           found.push({ key, until: now + reply[2], retryAfterMs: reply[2], ban: reply[4] === 3 });
       });
     }
-    this.#s.outage.up();
+    this.s.outage.up();
     found.sort(byEnd);
     return found;
   }
 
   /** The script's time: the test clock's, or Redis `TIME` in milliseconds. */
   #now(): Promise<number> | number {
-    const { scriptClock, transport } = this.#s;
+    const { scriptClock, transport } = this.s;
     if (scriptClock !== undefined) return scriptClock.now();
     return transport
       .deadline(() => transport.call(['TIME'], undefined), isTimeReply)
@@ -72,7 +69,7 @@ export class LockoutListing {
 
   /** Every index entry under `wanted` (a prefixed key prefix) that ends after `now`, by end. */
   async #candidates(wanted: string, limit: number, now: number): Promise<Candidate[]> {
-    const { prefix, transport } = this.#s;
+    const { prefix, transport } = this.s;
     const candidates: Candidate[] = [];
     const read = async (slot: number) => {
       const index = slotIndexKey(prefix, slot);
@@ -97,7 +94,7 @@ export class LockoutListing {
 
   /** `key`'s failure state as a check reads it (op `n`: it counts nothing). */
   #read(key: string, rule: FailureRule): Promise<ScriptReply> {
-    const s = this.#s;
+    const s = this.s;
     const args = s.args.of(
       key,
       'n',
@@ -110,11 +107,11 @@ export class LockoutListing {
 
   /** What a read teaches this process; whether `key` is locked out now. */
   #settled(key: string, reply: ScriptReply, rule: FailureRule): boolean {
-    const s = this.#s;
+    const s = this.s;
     // A lockout this process saw is clamped under this rule as Redis' was (a check would do
     // both); the listing says what Redis holds. A lockout the read cut short (clamped under this
     // rule's own bound, say an escalation step) is forgotten everywhere, as after a check.
-    if (reply[5] === 1) this.#failures.shortened(key, reply);
+    if (reply[5] === 1) this.failures.shortened(key, reply);
     s.seen.left(key, rule, s.clock.now());
     // What the deny table learnt under another rule may no longer be what Redis holds.
     s.deny?.delete(key);

@@ -10,13 +10,10 @@ import { TRUST_SCRIPT, TRUST_SCRIPT_SHA, trustKeys } from './trust-script.js';
  * slot), prepared like the failure calls so that a batch can carry them.
  */
 export class TrustCalls {
-  readonly #s: Shared;
-  readonly #fallback: Fallback;
-
-  constructor(shared: Shared, fallback: Fallback) {
-    this.#s = shared;
-    this.#fallback = fallback;
-  }
+  constructor(
+    private readonly s: Shared,
+    private readonly fallback: Fallback,
+  ) {}
 
   /** `member` authenticated for `group`: the call, or nothing during an outage (kept locally). */
   trust(
@@ -25,9 +22,9 @@ export class TrustCalls {
     member: string,
     rule: TrustRule,
   ): ScriptCall<undefined> | undefined {
-    const s = this.#s;
+    const s = this.s;
     if (!s.outage.available()) {
-      this.#fallback.trust(table, group, member, rule, undefined);
+      this.fallback.trust(table, group, member, rule, undefined);
       return undefined;
     }
     const args = this.#args(
@@ -48,7 +45,7 @@ export class TrustCalls {
         return undefined;
       },
       (error: unknown) => {
-        this.#fallback.trust(table, group, member, rule, error);
+        this.fallback.trust(table, group, member, rule, error);
         return undefined;
       },
     );
@@ -61,10 +58,9 @@ export class TrustCalls {
     groups: readonly string[],
     rule: TrustRule,
   ): ScriptCall<boolean[]> | boolean[] {
-    const s = this.#s;
+    const s = this.s;
     if (groups.length === 0) return [];
-    if (!s.outage.available())
-      return this.#fallback.trusted(table, member, groups, rule, undefined);
+    if (!s.outage.available()) return this.fallback.trusted(table, member, groups, rule, undefined);
     const args = this.#args(table, 'q', String(rule.trustMs), member, ...groups);
     return new ScriptCall(
       args,
@@ -75,13 +71,13 @@ export class TrustCalls {
         if (s.outage.down) s.outage.up();
         return (reply as (0 | 1)[]).map((one) => one === 1);
       },
-      (error: unknown) => this.#fallback.trusted(table, member, groups, rule, error),
+      (error: unknown) => this.fallback.trusted(table, member, groups, rule, error),
     );
   }
 
   /** `EVALSHA <trust sha> 5 <table keys> <op> <trustMs> <now> …rest`. */
   #args(table: string, op: string, trustMs: string, ...rest: string[]): string[] {
-    const s = this.#s;
+    const s = this.s;
     return [
       'EVALSHA',
       TRUST_SCRIPT_SHA,

@@ -20,68 +20,44 @@ import type { Shared } from './shared.js';
  * table holds the refusal, and reconciled with the lockouts this process saw under the same key.
  */
 export class WindowCalls {
-  readonly #s: Shared;
-  readonly #fallback: Fallback;
-  readonly #invalidations: Invalidations;
-
-  constructor(shared: Shared, fallback: Fallback, invalidations: Invalidations) {
-    this.#s = shared;
-    this.#fallback = fallback;
-    this.#invalidations = invalidations;
-  }
+  constructor(
+    private readonly s: Shared,
+    private readonly fallback: Fallback,
+    private readonly invalidations: Invalidations,
+  ) {}
 
   /** Spends `cost` units of `key` under `rule` in one script call; a refused call spends nothing. */
   consume(key: string, rule: WindowRule, cost: number): Promise<Decision> {
-    const s = this.#s;
-    if (!s.outage.available())
-      return Promise.resolve(this.#fallback.window(key, rule, cost, undefined));
-    const now = s.clock.now();
-    const denied = s.deny?.window(key, rule, cost, now);
-    if (denied !== undefined) return Promise.resolve(denied);
-    const epoch = s.epoch;
-    const limit = String(rule.limit);
-    const args = s.args.of(
-      key,
-      CONSUME[rule.algorithm],
-      limit,
-      String(rule.windowMs),
-      String(cost),
-    );
-    return s.transport.script(
-      args,
-      SCRIPT,
-      (r) => windowReplyValid(r, rule, false),
-      (reply) => {
-        const d = this.#decision(reply, rule, key, cost, now, epoch);
-        const at = reply[5];
-        return at === undefined ? d : new LinkedDecision(d, d.key, at);
-      },
-      (error: unknown) => this.#fallback.window(key, rule, cost, error),
-    );
+    return this.#call(key, rule, cost, CONSUME[rule.algorithm]);
   }
 
   /** What `consume(key, rule, 1)` would answer, changing nothing. */
   peek(key: string, rule: WindowRule): Promise<Decision> {
-    const s = this.#s;
+    return this.#call(key, rule, undefined, PEEK[rule.algorithm]);
+  }
+
+  /** A consume of `cost` or a peek (`cost` undefined): one script call, or the answer at once. */
+  #call(key: string, rule: WindowRule, cost: number | undefined, op: string): Promise<Decision> {
+    const s = this.s;
     if (!s.outage.available())
-      return Promise.resolve(this.#fallback.window(key, rule, undefined, undefined));
+      return Promise.resolve(this.fallback.window(key, rule, cost, undefined));
     const now = s.clock.now();
-    const denied = s.deny?.window(key, rule, undefined, now);
+    const denied = s.deny?.window(key, rule, cost, now);
     if (denied !== undefined) return Promise.resolve(denied);
     const epoch = s.epoch;
-    const args = s.args.of(
-      key,
-      PEEK[rule.algorithm],
-      String(rule.limit),
-      String(rule.windowMs),
-      '1',
-    );
+    const spends = String(cost ?? 1);
+    const args = s.args.of(key, op, String(rule.limit), String(rule.windowMs), spends);
     return s.transport.script(
       args,
       SCRIPT,
-      (r) => windowReplyValid(r, rule, true),
-      (reply) => this.#decision(reply, rule, key, undefined, now, epoch),
-      (error: unknown) => this.#fallback.window(key, rule, undefined, error),
+      (r) => windowReplyValid(r, rule, cost === undefined),
+      (reply) => {
+        const d = this.#decision(reply, rule, key, cost, now, epoch);
+        const at = reply[5];
+        // The spend's own time rides on an allowed consume's decision, for its refund.
+        return at === undefined || cost === undefined ? d : new LinkedDecision(d, d.key, at);
+      },
+      (error: unknown) => this.fallback.window(key, rule, cost, error),
     );
   }
 
@@ -101,12 +77,12 @@ export class WindowCalls {
     agoMs: number,
     spent?: Decision,
   ): Promise<void> {
-    const s = this.#s;
+    const s = this.s;
     // It may reopen the window: this process stops answering it locally at once.
     s.epoch++;
     s.deny?.delete(key);
     if (!s.outage.available()) {
-      this.#fallback.refund(key, rule, cost, agoMs, undefined);
+      this.fallback.refund(key, rule, cost, agoMs, undefined);
       return Promise.resolve();
     }
     // When this store's consume made `spent`, the script's own time of the spend is exact, where
@@ -129,9 +105,9 @@ export class WindowCalls {
       (given) => {
         if (s.outage.down) s.outage.up();
         // The window refused a unit call before: other processes may hold that refusal.
-        return given === 2 ? this.#invalidations.reopened(key) : undefined;
+        return given === 2 ? this.invalidations.reopened(key) : undefined;
       },
-      (error: unknown) => this.#fallback.refund(key, rule, cost, agoMs, error),
+      (error: unknown) => this.fallback.refund(key, rule, cost, agoMs, error),
     );
   }
 
@@ -147,7 +123,7 @@ export class WindowCalls {
     from: number,
     epoch: number,
   ): Decision {
-    const s = this.#s;
+    const s = this.s;
     // A window call never erases failure state (the script keeps it), so a lockout this process
     // saw under the same key stays remembered while it lasts; one that has ended is forgotten now,
     // as the script forgot it: a clock stepping back must not bring it back.

@@ -25,26 +25,24 @@ export interface WriteBackOptions {
  * process would not reach this one, and a write-back must never undo it).
  */
 export class WriteBack {
-  readonly #s: Shared;
-  readonly #o: WriteBackOptions;
   /** When each recent write-back was sent (see {@link WriteBack.resetHeard}). */
   readonly #sent = new Map<string, number>();
   /** While write-backs wait for Redis to come back: the timer that probes for it. */
   #retrying: TimerHandle | undefined;
 
-  constructor(shared: Shared, options: WriteBackOptions) {
-    this.#s = shared;
-    this.#o = options;
-  }
+  constructor(
+    private readonly s: Shared,
+    private readonly o: WriteBackOptions,
+  ) {}
 
   /**
    * Every lockout seen and still running goes back to Redis (see `RedisStore.writeBackLockouts`):
    * with `subscribe` all of them, else the pending ones; during an outage once Redis answers.
    */
   requested(): void {
-    const s = this.#s;
+    const s = this.s;
     if (s.closed || s.seen.size === 0) return;
-    if (this.#o.invalidations.subscribed) for (const seen of s.seen.values()) seen.pending = true;
+    if (this.o.invalidations.subscribed) for (const seen of s.seen.values()) seen.pending = true;
     if (!s.outage.down) this.recovered();
   }
 
@@ -54,10 +52,10 @@ export class WriteBack {
    * stays pending for the next recovery.
    */
   recovered(): void {
-    const s = this.#s;
+    const s = this.s;
     if (s.closed || s.seen.size === 0) return;
     const now = s.clock.now();
-    const all = this.#o.invalidations.subscribed;
+    const all = this.o.invalidations.subscribed;
     for (const [key, seen] of s.seen) if (all || seen.pending) this.#one(key, seen, now);
   }
 
@@ -67,8 +65,8 @@ export class WriteBack {
    * this process and removed it), it is written back now.
    */
   lost(key: string): void {
-    const s = this.#s;
-    if (!this.#o.invalidations.subscribed) return;
+    const s = this.s;
+    if (!this.o.invalidations.subscribed) return;
     const seen = s.seen.get(key);
     if (seen === undefined) return;
     seen.pending = true;
@@ -81,7 +79,7 @@ export class WriteBack {
    * wins. Only the key and its index entry go; every other process already heard of the reset.
    */
   resetHeard(key: string): void {
-    const s = this.#s;
+    const s = this.s;
     const at = this.#sent.get(key);
     if (at === undefined) return;
     this.#sent.delete(key);
@@ -89,7 +87,7 @@ export class WriteBack {
     const redisKey = s.prefix + key;
     s.transport
       .deadline(
-        () => Promise.all(this.#o.index.erase(redisKey)),
+        () => Promise.all(this.o.index.erase(redisKey)),
         (r): r is unknown[] => Array.isArray(r),
       )
       .then(
@@ -101,14 +99,14 @@ export class WriteBack {
   /** Stops the retry timer and forgets what was sent. */
   close(): void {
     if (this.#retrying !== undefined) {
-      (this.#o.timers ?? callTimers).clearTimeout(this.#retrying);
+      (this.o.timers ?? callTimers).clearTimeout(this.#retrying);
       this.#retrying = undefined;
     }
     this.#sent.clear();
   }
 
   #one(key: string, seen: SeenLockout, now: number): void {
-    const s = this.#s;
+    const s = this.s;
     const rule = seen.rule;
     const left = s.seen.left(key, rule, now);
     if (left <= 0) return;
@@ -127,7 +125,7 @@ export class WriteBack {
       .run(args, SCRIPT, (r) => failureReplyValid(r, rule, 'w'))
       .then(
         (reply) => {
-          void this.#o.index.list(key, reply[2], reply[4] === 3);
+          void this.o.index.list(key, reply[2], reply[4] === 3);
           if (s.seen.get(key) === seen) seen.pending = false;
         },
         (error: unknown) => {
@@ -144,7 +142,7 @@ export class WriteBack {
    * is pending or Redis answered.
    */
   #retry(): void {
-    const s = this.#s;
+    const s = this.s;
     if (this.#retrying !== undefined || s.closed) return;
     const run = () => {
       this.#retrying = undefined;
@@ -160,11 +158,11 @@ export class WriteBack {
       s.outage.available();
       this.#retry();
     };
-    const own = this.#o.timers;
+    const own = this.o.timers;
     if (own !== undefined) {
-      this.#retrying = own.setTimeout(run, this.#o.probeMs);
+      this.#retrying = own.setTimeout(run, this.o.probeMs);
     } else {
-      const timer = setTimeout(run, this.#o.probeMs);
+      const timer = setTimeout(run, this.o.probeMs);
       timer.unref();
       this.#retrying = timer;
     }

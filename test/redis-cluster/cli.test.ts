@@ -5,7 +5,7 @@
 // Lockouts are seeded and checked in this process through ioredis Cluster and a RedisStore.
 import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { cells, portcullis } from '../../packages/cli/src/cli.test-util.js';
+import { cells, portcullis } from '../../packages/cli/test/cli-process.js';
 import { RedisStore } from '../../packages/redis/src/index.js';
 import { uniquePrefix } from '../redis/helpers.js';
 import {

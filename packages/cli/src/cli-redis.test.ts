@@ -9,7 +9,7 @@ import { createFailureLimiter, type FailureLimiter, type LockoutInfo } from '@po
 import { RedisStore } from '@portcullis/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cells, expectedTable, portcullis, type Ran, secondsOf } from './cli.test-util.js';
+import { cells, expectedTable, portcullis, type Ran, secondsOf } from '../test/cli-process.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 

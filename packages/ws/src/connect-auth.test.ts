@@ -12,7 +12,7 @@ import { authFailedError, isPromise } from '@portcullis/core/adapter';
 import { manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { closeServer, listen, SECRET, tokenOutcome } from './harness.test-util.js';
+import { closeServer, listen, SECRET, tokenOutcome } from '../test/harness.js';
 import { type ConnectAuthOptions, type ConnectAuthResult, createConnectAuth } from './index.js';
 
 const REMOTE_IP = '203.0.113.7';

@@ -8,7 +8,7 @@ import {
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { closeServer, listen, SECRET, tokenOutcome } from './harness.test-util.js';
+import { closeServer, listen, SECRET, tokenOutcome } from '../test/harness.js';
 import { type ConnectAuth, createConnectAuth } from './index.js';
 
 const LOCKED_REASON = 'unauthorized: too many failed authentication attempts (retry later)';

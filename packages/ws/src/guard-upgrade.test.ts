@@ -30,7 +30,7 @@ import {
   tokenOutcome,
   upgradeRequestText,
   upgradeWithToken,
-} from './harness.test-util.js';
+} from '../test/harness.js';
 import { guardUpgrade } from './index.js';
 
 /** A remote client as seen through the trusted proxy on 127.0.0.1. */

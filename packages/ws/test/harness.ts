@@ -5,7 +5,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { AuthOutcome } from '@portcullis/core';
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
 import { WebSocket, WebSocketServer } from 'ws';
-import { type GuardUpgradeOptions, guardUpgrade, type UpgradeRefusal } from './index.js';
+import { type GuardUpgradeOptions, guardUpgrade, type UpgradeRefusal } from '../src/index.js';
 
 export const SECRET = 'correct-horse-battery-staple';
 

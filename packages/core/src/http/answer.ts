@@ -12,17 +12,23 @@ export interface HttpAnswer {
   readonly body: string;
 }
 
+/** An answer of one content type: the given headers, then its `Content-Type`. */
+function typedAnswer(
+  status: number,
+  contentType: string,
+  body: string,
+  headers: Readonly<Record<string, string>>,
+): HttpAnswer {
+  return { status, headers: { ...headers, 'Content-Type': contentType }, body };
+}
+
 /** A JSON answer carrying an error shape. */
 export function jsonAnswer(
   status: number,
   shape: ErrorShape,
   headers: Readonly<Record<string, string>> = {},
 ): HttpAnswer {
-  return {
-    status,
-    headers: { ...headers, 'Content-Type': 'application/json; charset=utf-8' },
-    body: JSON.stringify(shape),
-  };
+  return typedAnswer(status, 'application/json; charset=utf-8', JSON.stringify(shape), headers);
 }
 
 /** A plain-text answer (webhooks: no JSON shape). */
@@ -31,11 +37,7 @@ export function textAnswer(
   text: string,
   headers: Readonly<Record<string, string>> = {},
 ): HttpAnswer {
-  return {
-    status,
-    headers: { ...headers, 'Content-Type': 'text/plain; charset=utf-8' },
-    body: text,
-  };
+  return typedAnswer(status, 'text/plain; charset=utf-8', text, headers);
 }
 
 /**

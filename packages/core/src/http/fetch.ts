@@ -1,8 +1,8 @@
 import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
-import { tell } from '../safe-call.js';
-import { silenced, type Warnings } from '../warnings.js';
+import type { Warnings } from '../warnings.js';
 import type { RawResponse } from './request-gate.js';
+import { warnOnce } from './warn-once.js';
 
 /** The part of a Fetch API `Headers` object read here. */
 export interface FetchHeaders {
@@ -87,15 +87,10 @@ export function unresolvedAddressWarning(
   fix: string,
   warnings?: Warnings,
 ): () => void {
-  let warned = silenced(warnings, 'PORTCULLIS_NO_CLIENT_ADDRESS');
-  return () => {
-    if (warned) return;
-    warned = true;
-    tell(
-      logger,
-      'warn',
-      { code: 'PORTCULLIS_NO_CLIENT_ADDRESS' },
-      `Portcullis: ${where} could not learn the client address of a request; such requests share one "unknown" bucket. ${fix}`,
-    );
-  };
+  return warnOnce(
+    logger,
+    warnings,
+    { code: 'PORTCULLIS_NO_CLIENT_ADDRESS' },
+    `Portcullis: ${where} could not learn the client address of a request; such requests share one "unknown" bucket. ${fix}`,
+  );
 }

@@ -1,8 +1,9 @@
 import type { RawRequest } from '../client.js';
 import type { Decision } from '../decision.js';
+import { func } from '../options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { GateResult, HttpAnswer } from './answer.js';
-import type { AuthGate } from './auth-gate.js';
+import type { AdapterOptionSpec, AuthGate } from './auth-gate.js';
 import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
 import type { RawResponse, RequestGate } from './request-gate.js';
 
@@ -42,14 +43,52 @@ export interface RateLimitIdiom<A, B, C, Req, Res> extends HttpIdiom<A, B, C, Re
 /** A middleware of up to three arguments. */
 export type Middleware<A, B, C> = (a: A, b: B, c: C) => unknown;
 
+/** The option every adapter's `rateLimit` adds to the gate's: `onLimited`, a function. */
+export const onLimitedSpec: AdapterOptionSpec = { onLimited: func };
+
 /** Sets the name a middleware shows in stack traces (`portcullisAuthGuard`, …). */
-function named<F extends object>(fn: F, name: string | undefined): F {
+export function named<F extends object>(fn: F, name: string | undefined): F {
   if (name !== undefined) Object.defineProperty(fn, 'name', { value: name, configurable: true });
   return fn;
 }
 
+/** What a gate's owner reaches through the middleware (`withControls` hangs them on it). */
+interface Controls {
+  readonly reconfigure: unknown;
+  readonly limiter: unknown;
+  readonly close: unknown;
+}
+
+/**
+ * The controls of a gate or middleware, to hang on a middleware built around it: whoever mounted
+ * the outer function must still reach the limiter.
+ */
+export function controlsOf<G extends Controls>(of: G): Pick<G, keyof Controls> {
+  return { reconfigure: of.reconfigure, limiter: of.limiter, close: of.close };
+}
+
 /** The gate an auth or webhook guard runs (both gates fit). */
 export type GuardGate<Req> = Pick<AuthGate<Req>, 'run' | 'reconfigure' | 'limiter' | 'close'>;
+
+/**
+ * A middleware that runs `gate` on each request and hands its result to `settle`: synchronously
+ * when the gate is (the memory store), a rejection to the framework's error path.
+ */
+function gateMiddleware<A, B, C, Req, R, G extends Controls>(
+  gate: G & { run(raw: RawRequest, req: Req): MaybePromise<R> },
+  idiom: HttpIdiom<A, B, C, Req>,
+  settle: (result: R, a: A, b: B, c: C) => unknown,
+  name: string,
+): Middleware<A, B, C> & Pick<G, keyof Controls> {
+  return withControls(
+    named(function portcullisMiddleware(a: A, b: B, c: C): unknown {
+      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
+      if (!isPromise(result)) return settle(result, a, b, c);
+      return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
+    }, name),
+    controlsOf(gate),
+  );
+}
 
 /**
  * The guard rule of every adapter (docs/design.md#adapters): the gate decides; a pass hands the
@@ -67,14 +106,7 @@ export function guardMiddleware<A, B, C, Req>(
     if (result.ok) return idiom.next(a, b, c);
     return idiom.sent(a, b) ? undefined : idiom.send(result.answer, a, b);
   }
-  return withControls(
-    named(function portcullisGuard(a: A, b: B, c: C): unknown {
-      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-      if (!isPromise(result)) return settle(result, a, b, c);
-      return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
-    }, setup.name),
-    { reconfigure: gate.reconfigure, limiter: gate.limiter, close: gate.close },
-  );
+  return gateMiddleware(gate, idiom, settle, setup.name ?? 'portcullisGuard');
 }
 
 /**
@@ -127,12 +159,5 @@ export function rateLimitMiddleware<A, B, C, Req, Res>(
     const done = onLimited(result.decision, a, b, c);
     return isPromise(done) ? done.then(undefined, (error) => idiom.fail(error, a, b, c)) : done;
   }
-  return withControls(
-    named(function portcullisRateLimit(a: A, b: B, c: C): unknown {
-      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-      if (!isPromise(result)) return settle(result, a, b, c);
-      return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
-    }, setup.name),
-    { reconfigure: gate.reconfigure, limiter: gate.limiter, close: gate.close },
-  );
+  return gateMiddleware(gate, idiom, settle, setup.name ?? 'portcullisRateLimit');
 }

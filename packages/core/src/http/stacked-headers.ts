@@ -1,7 +1,7 @@
 import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
-import { tell } from '../safe-call.js';
-import { silenced, type Warnings } from '../warnings.js';
+import type { Warnings } from '../warnings.js';
+import { warnOnce } from './warn-once.js';
 
 /** What one limiter advertised on a request. */
 interface Entry {
@@ -86,11 +86,10 @@ export function duplicateNameWarning(
   logger: Logger | undefined,
   warnings?: Warnings,
 ): () => void {
-  let warned = silenced(warnings, 'PORTCULLIS_DUPLICATE_POLICY');
-  return () => {
-    if (warned) return;
-    warned = true;
-    const msg = `Portcullis: two rateLimit middlewares named "${name}" limited one request (it is counted twice); give each a distinct name`;
-    tell(logger, 'warn', { code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: name }, msg);
-  };
+  return warnOnce(
+    logger,
+    warnings,
+    { code: 'PORTCULLIS_DUPLICATE_POLICY', limiter: name },
+    `Portcullis: two rateLimit middlewares named "${name}" limited one request (it is counted twice); give each a distinct name`,
+  );
 }

@@ -33,14 +33,26 @@ export {
   type GateSetup,
 } from './http/auth-gate.js';
 export {
+  controlsOf,
   type GuardGate,
   guardMiddleware,
   type HttpIdiom,
   type LimitedHandler,
   type Middleware,
+  onLimitedSpec,
   type RateLimitIdiom,
   rateLimitMiddleware,
 } from './http/middleware.js';
+export {
+  answerResponse,
+  clientAddressSpec,
+  type FetchIdiom,
+  type FetchMiddleware,
+  fetchGuard,
+  fetchRateLimit,
+  type LimitedResponder,
+  withResponseHeaders,
+} from './http/fetch-middleware.js';
 export {
   createWebhookGate,
   type WebhookGate,

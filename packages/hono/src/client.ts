@@ -1,6 +1,7 @@
 import type { Logger, RawRequest, Warnings } from '@portcullis/core';
 import { fetchRawRequest, unresolvedAddressWarning } from '@portcullis/core/adapter';
 import type { Context, Env } from 'hono';
+import type { ClientAddressOption } from './options.js';
 
 /** The part of `@hono/node-server`'s bindings read here: the Node request behind `c.req.raw`. */
 interface NodeBindings {
@@ -20,22 +21,26 @@ function nodeIncoming(c: Context): RawRequest | undefined {
     : undefined;
 }
 
+/** The options `rawRequestOf` reads: every factory's. */
+export type ClientOptions<E extends Env> =
+  | (ClientAddressOption<E> & { readonly logger?: Logger; readonly warnings?: Warnings })
+  | undefined;
+
 /**
  * Compiles how a middleware finds the `RawRequest` core reads: from `clientAddress(c)` and the
  * request headers when given, else the Node request of `@hono/node-server` as it is (its socket,
  * headers and raw header lines), else the headers with no address (unresolved: one warning).
  */
 export function rawRequestOf<E extends Env>(
-  clientAddress: ((c: Context<E>) => string | null | undefined) | undefined,
-  logger: Logger | undefined,
+  options: ClientOptions<E>,
   where: string,
-  warnings?: Warnings,
 ): (c: Context<E>) => RawRequest {
+  const clientAddress = options?.clientAddress;
   const warn = unresolvedAddressWarning(
-    logger,
+    options?.logger,
     where,
     'Pass clientAddress(c) (see the @portcullis/hono README for Bun, Deno, Cloudflare and Vercel), or serve the app with @hono/node-server.',
-    warnings,
+    options?.warnings,
   );
   if (clientAddress !== undefined) {
     return function fromClientAddress(c) {

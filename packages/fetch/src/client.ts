@@ -4,6 +4,12 @@ import {
   requiredOption,
   unresolvedAddressWarning,
 } from '@portcullis/core/adapter';
+import type { ClientAddressOption } from './options.js';
+
+/** The options `rawRequestOf` reads: every factory's. */
+export type ClientOptions<R extends Request, A extends unknown[]> =
+  | (ClientAddressOption<R, A> & { readonly logger?: Logger; readonly warnings?: Warnings })
+  | undefined;
 
 /**
  * Compiles how a wrapped handler finds the `RawRequest` core reads: the address from the required
@@ -11,22 +17,20 @@ import {
  * @throws {PortcullisConfigError} `ERR_PORTCULLIS_CLIENT_ADDRESS` when `clientAddress` is missing
  */
 export function rawRequestOf<R extends Request, A extends unknown[]>(
-  clientAddress: ((request: R, ...rest: A) => string | null | undefined) | undefined,
-  logger: Logger | undefined,
+  options: ClientOptions<R, A>,
   where: string,
-  warnings?: Warnings,
 ): (request: R, rest: A) => RawRequest {
   const address = requiredOption(
-    clientAddress,
+    options?.clientAddress,
     'clientAddress',
     'a function (request, ...rest) => the client IP address; see the @portcullis/fetch README for Bun, Deno, Cloudflare and Next.js',
     where,
   );
   const warn = unresolvedAddressWarning(
-    logger,
+    options?.logger,
     where,
     'clientAddress(request, ...rest) returned no address.',
-    warnings,
+    options?.warnings,
   );
   return function rawRequest(request, rest) {
     const found = address(request, ...rest);

@@ -1,27 +1,29 @@
 /**
  * @portcullis/fetch — Portcullis for Fetch API handlers (`(request, ...rest) => Response`: Bun,
  * Deno, Next.js route handlers, Cloudflare Workers). Each factory compiles a core gate once and
- * wraps a handler, translating the gate's ready-made answer into a `Response`; no limiter logic
- * lives here.
+ * wraps a handler in core's rule for handlers that return a `Response`; no limiter logic lives
+ * here.
  * @packageDocumentation
  */
-import { type MaybePromise, PortcullisConfigError, type RawRequest } from '@portcullis/core';
+import { PortcullisConfigError } from '@portcullis/core';
 import {
+  answerResponse,
+  clientAddressSpec,
+  controlsOf,
   createAuthGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
-  functionOption,
-  type GuardGate,
-  guardMiddleware,
-  type HttpAnswer,
-  isPromise,
-  knownOutcome,
-  outcomeOnce,
+  type FetchIdiom,
+  type FetchMiddleware,
+  fetchGuard,
+  fetchRateLimit,
+  onLimitedSpec,
   type RequestLimitControls,
   withControls,
+  withResponseHeaders,
 } from '@portcullis/core/adapter';
-import { rawRequestOf } from './client.js';
+import { type ClientOptions, rawRequestOf } from './client.js';
 import { exposeDecision } from './decisions.js';
 import type {
   AuthGuardOptions,
@@ -42,40 +44,54 @@ export type {
   Wrap,
 } from './options.js';
 
-const clientSpec = { clientAddress: functionOption };
-const rateLimitSpec = { ...clientSpec, onLimited: functionOption };
+const rateLimitSpec = { ...clientAddressSpec, ...onLimitedSpec };
 
-/** A core answer as it is: status, every header, body. */
-function toResponse(a: HttpAnswer): Response {
-  return new Response(a.body, { status: a.status, headers: a.headers });
+/**
+ * A plain handler's side of core's rule for handlers that return a `Response`: there is nowhere
+ * to prepare headers, so they are added to the response; the decision is kept for `decisionOf`.
+ */
+function fetchIdiom<R extends Request, A extends unknown[]>(
+  options: ClientOptions<R, A>,
+  where: string,
+): FetchIdiom<R, A, FetchHandler<R, A>, R, Response> {
+  return {
+    request: (request) => request,
+    raw: rawRequestOf(options, where),
+    req: (request) => request,
+    expose: (decision, request) => exposeDecision(request, decision),
+    prepare() {},
+    send: answerResponse,
+    next: (request, rest, handler) => handler(request, ...rest),
+    response: (handed) => handed as Response,
+    finish: withResponseHeaders,
+    limited: withResponseHeaders,
+  };
 }
 
 /**
- * Adds the counter headers to the handler's response, unless it set a field of that name itself.
- * A response with immutable headers (one from `fetch()`, `Response.redirect()`) is copied first.
+ * What a factory returns: a wrapper that refuses, at wrapping time, anything but a handler, and
+ * calls the middleware with the handler's extra arguments (under the middleware's name).
  */
-function withHeaders(response: Response, headers: Readonly<Record<string, string>>): Response {
-  let out = response;
-  for (const name in headers) {
-    if (out.headers.has(name)) continue;
-    try {
-      out.headers.set(name, headers[name] as string);
-    } catch {
-      out = new Response(out.body, out);
-      out.headers.set(name, headers[name] as string);
+function wrapper<
+  R extends Request,
+  A extends unknown[],
+  C extends RequestLimitControls | FailureLimitControls,
+>(
+  middleware: FetchMiddleware<R, A, FetchHandler<R, A>, Response> & C,
+  where: string,
+): Wrap<R, A> & C {
+  return withControls(function wrap(handler: FetchHandler<R, A>) {
+    if (typeof handler !== 'function') {
+      throw new PortcullisConfigError(
+        'ERR_PORTCULLIS_HANDLER',
+        'handler',
+        `${where}(options) returns a wrapper: pass it the handler to guard, ${where}(options)(handler), got ${handler === null ? 'null' : typeof handler}`,
+      );
     }
-  }
-  return out;
-}
-
-/** Refuses, at wrapping time, anything but a handler. */
-function checkHandler(handler: unknown, where: string): void {
-  if (typeof handler === 'function') return;
-  throw new PortcullisConfigError(
-    'ERR_PORTCULLIS_HANDLER',
-    'handler',
-    `${where}(options) returns a wrapper: pass it the handler to guard, ${where}(options)(handler), got ${handler === null ? 'null' : typeof handler}`,
-  );
+    const wrapped = (request: R, ...rest: A): Promise<Response> =>
+      middleware(request, rest, handler);
+    return Object.defineProperty(wrapped, 'name', { value: middleware.name, configurable: true });
+  }, controlsOf<C>(middleware) as C);
 }
 
 /**
@@ -88,75 +104,11 @@ export function rateLimit<R extends Request = Request, A extends unknown[] = unk
   options: RateLimitOptions<R, A>,
 ): Wrap<R, A> & RequestLimitControls {
   const gate = createRequestGate<R, Response>(options, rateLimitSpec);
-  const rawOf = rawRequestOf(
-    options?.clientAddress,
-    options?.logger,
-    'rateLimit',
-    options?.warnings,
-  );
   const onLimited = options?.onLimited;
-
-  return withControls(
-    function wrap(handler: FetchHandler<R, A>) {
-      checkHandler(handler, 'rateLimit');
-      return async function portcullisRateLimit(request: R, ...rest: A): Promise<Response> {
-        const decided = gate.run(rawOf(request, rest), request);
-        const result = isPromise(decided) ? await decided : decided;
-        if (result === undefined) return handler(request, ...rest);
-        exposeDecision(request, result.decision);
-        if (!result.ok) {
-          if (onLimited === undefined) return toResponse(result.answer as HttpAnswer);
-          return withHeaders(await onLimited(request, result.decision), result.headers);
-        }
-        if (!gate.tracksOutcome)
-          return withHeaders(await handler(request, ...rest), result.headers);
-        let response: Response | undefined;
-        const settle = outcomeOnce(request.signal, (status) =>
-          gate.track(result, knownOutcome(status), request, response as Response),
-        );
-        try {
-          response = await handler(request, ...rest);
-        } catch (error) {
-          settle(undefined);
-          throw error;
-        }
-        settle(response.status);
-        return withHeaders(response, result.headers);
-      };
-    },
-    { reconfigure: gate.reconfigure, limiter: gate.limiter, close: gate.close },
-  );
-}
-
-/**
- * The guarded handler of an auth or webhook gate, through core's `guardMiddleware`: its answer,
- * or the handler's response; an error rejects the guarded handler's promise.
- */
-function guarded<R extends Request, A extends unknown[]>(
-  gate: GuardGate<R>,
-  rawOf: (request: R, rest: A) => RawRequest,
-  where: string,
-): Wrap<R, A> & FailureLimitControls {
-  const middleware = guardMiddleware<R, A, FetchHandler<R, A>, R>(gate, {
-    raw: rawOf,
-    req: (request) => request,
-    sent: () => false,
-    setHeaders() {},
-    send: toResponse,
-    next: (request, rest, handler) => handler(request, ...rest),
-    fail(error) {
-      throw error;
-    },
+  const middleware = fetchRateLimit(gate, fetchIdiom<R, A>(options, 'rateLimit'), {
+    onLimited: onLimited && ((decision, request) => onLimited(request, decision)),
   });
-  return withControls(
-    function wrap(handler: FetchHandler<R, A>) {
-      checkHandler(handler, where);
-      return async function portcullisGuard(request: R, ...rest: A): Promise<Response> {
-        return middleware(request, rest, handler) as MaybePromise<Response>;
-      };
-    },
-    { reconfigure: middleware.reconfigure, limiter: middleware.limiter, close: middleware.close },
-  );
+  return wrapper(middleware, 'rateLimit');
 }
 
 /**
@@ -169,14 +121,8 @@ function guarded<R extends Request, A extends unknown[]>(
 export function authGuard<R extends Request = Request, A extends unknown[] = unknown[]>(
   options: AuthGuardOptions<R, A>,
 ): Wrap<R, A> & FailureLimitControls {
-  const gate = createAuthGate<R>(options, { where: 'authGuard', extra: clientSpec });
-  const rawOf = rawRequestOf(
-    options?.clientAddress,
-    options?.logger,
-    'authGuard',
-    options?.warnings,
-  );
-  return guarded<R, A>(gate, rawOf, 'authGuard');
+  const gate = createAuthGate<R>(options, { where: 'authGuard', extra: clientAddressSpec });
+  return wrapper(fetchGuard(gate, fetchIdiom(options, 'authGuard')), 'authGuard');
 }
 
 /**
@@ -188,12 +134,6 @@ export function authGuard<R extends Request = Request, A extends unknown[] = unk
 export function webhookGuard<R extends Request = Request, A extends unknown[] = unknown[]>(
   options: WebhookGuardOptions<R, A>,
 ): Wrap<R, A> & FailureLimitControls {
-  const gate = createWebhookGate<R>(options, clientSpec);
-  const rawOf = rawRequestOf(
-    options?.clientAddress,
-    options?.logger,
-    'webhookGuard',
-    options?.warnings,
-  );
-  return guarded<R, A>(gate, rawOf, 'webhookGuard');
+  const gate = createWebhookGate<R>(options, clientAddressSpec);
+  return wrapper(fetchGuard(gate, fetchIdiom(options, 'webhookGuard')), 'webhookGuard');
 }

@@ -33,6 +33,7 @@ export {
   type GateSetup,
 } from './http/auth-gate.js';
 export {
+  type AdapterRateLimitOptions,
   controlsOf,
   type GuardGate,
   guardMiddleware,

@@ -1,7 +1,7 @@
 import type { Decision } from '@portcullis/core';
 import type {
+  AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
-  RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -21,14 +21,8 @@ export type OnLimited = (
 ) => void | Promise<void>;
 
 /** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
-export interface RateLimitOptions extends RequestGateOptions<FastifyRequest, FastifyReply> {
-  /**
-   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
-   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
-   * @default the core's 429 answer
-   */
-  onLimited?: OnLimited;
-}
+export interface RateLimitOptions
+  extends AdapterRateLimitOptions<FastifyRequest, FastifyReply, OnLimited> {}
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives the Fastify request. */
 export type AuthGuardOptions = GuardOptions<FastifyRequest>;

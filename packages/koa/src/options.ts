@@ -1,7 +1,7 @@
 import type { Decision } from '@portcullis/core';
 import type {
+  AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
-  RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
 import type { Request as KoaRequest, Response as KoaResponse, ParameterizedContext } from 'koa';
@@ -30,14 +30,8 @@ export type OnLimited = (
  * and `cost` receive Koa's request object (`ctx.request`; the context is `req.ctx`);
  * `requestWasSuccessful` receives `ctx.request` and `ctx.response`.
  */
-export interface RateLimitOptions extends RequestGateOptions<KoaRequest, KoaResponse> {
-  /**
-   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
-   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
-   * @default the core's 429 answer
-   */
-  onLimited?: OnLimited;
-}
+export interface RateLimitOptions
+  extends AdapterRateLimitOptions<KoaRequest, KoaResponse, OnLimited> {}
 
 /** Options of `authGuard`: docs/design.md#gateway-auth; `verify` receives Koa's request object (`ctx.request`). */
 export type AuthGuardOptions = GuardOptions<KoaRequest>;

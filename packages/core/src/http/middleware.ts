@@ -5,7 +5,7 @@ import { isPromise, type MaybePromise } from '../promise.js';
 import type { GateResult, HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec, AuthGate } from './auth-gate.js';
 import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
-import type { RawResponse, RequestGate } from './request-gate.js';
+import type { RawResponse, RequestGate, RequestGateOptions } from './request-gate.js';
 
 /**
  * How one framework calls its middleware, for the rules below that every adapter shares. A
@@ -45,6 +45,19 @@ export type Middleware<A, B, C> = (a: A, b: B, c: C) => unknown;
 
 /** The option every adapter's `rateLimit` adds to the gate's: `onLimited`, a function. */
 export const onLimitedSpec: AdapterOptionSpec = { onLimited: func };
+
+/**
+ * The options of a `rateLimit` middleware that writes to a response (Express, Koa, Fastify): the
+ * request gate's, plus `onLimited` in the framework's own signature.
+ */
+export interface AdapterRateLimitOptions<Req, Res, OnLimited> extends RequestGateOptions<Req, Res> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down,
+   * `decision.reason === 'store-error'`). The counter headers and `Retry-After` are already set.
+   * @default the core's 429 answer
+   */
+  onLimited?: OnLimited;
+}
 
 /** Sets the name a middleware shows in stack traces (`portcullisAuthGuard`, …). */
 export function named<F extends object>(fn: F, name: string | undefined): F {

@@ -8,9 +8,8 @@ import {
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
-  functionOption,
   guardMiddleware,
-  type HttpAnswer,
+  onLimitedSpec,
   type RateLimitIdiom,
   type RequestLimitControls,
   rateLimitMiddleware,
@@ -19,14 +18,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { exposeDecision } from './expose.js';
 import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
 
-export type {
-  AuthGuardOptions,
-  OnLimited,
-  RateLimitOptions,
-  WebhookGuardOptions,
-} from './options.js';
-
-const onLimitedSpec = { onLimited: functionOption };
+export type * from './options.js';
 
 /**
  * Express's side of the rules every adapter shares (core's `rateLimitMiddleware` and
@@ -40,7 +32,7 @@ const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response
   setHeaders(headers, _req, res) {
     for (const name in headers) res.setHeader(name, headers[name] as string);
   },
-  send(answer: HttpAnswer, _req, res) {
+  send(answer, _req, res) {
     res.statusCode = answer.status;
     for (const name in answer.headers) res.setHeader(name, answer.headers[name] as string);
     res.end(answer.body);

@@ -1,13 +1,13 @@
 import {
+  controlsOf,
   createAuthGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
-  functionOption,
   type GuardGate,
   guardMiddleware,
-  type HttpAnswer,
   type Middleware,
+  onLimitedSpec,
   type RateLimitIdiom,
   type RequestGate,
   type RequestLimitControls,
@@ -21,8 +21,6 @@ import type {
   onRequestHookHandler,
 } from 'fastify';
 import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
-
-const onLimitedSpec = { onLimited: functionOption };
 
 /**
  * Fastify's side of the rules every adapter shares (core's `rateLimitMiddleware` and
@@ -42,7 +40,7 @@ const fastify: RateLimitIdiom<
   setHeaders(headers, _request, reply) {
     for (const name in headers) reply.header(name, headers[name] as string);
   },
-  send(answer: HttpAnswer, _request, reply) {
+  send(answer, _request, reply) {
     reply.code(answer.status);
     for (const name in answer.headers) reply.header(name, answer.headers[name] as string);
     reply.send(answer.body);
@@ -68,8 +66,7 @@ function asHook<C extends FailureLimitControls | RequestLimitControls>(
     middleware(request, reply, done);
   };
   Object.defineProperty(hook, 'name', { value: name, configurable: true });
-  const { reconfigure, limiter, close } = middleware;
-  return withControls(hook, { reconfigure, limiter, close } as C);
+  return withControls(hook, controlsOf<C>(middleware) as C);
 }
 
 /**

@@ -6,12 +6,7 @@
 import { portcullis } from './plugin.js';
 
 export { authGuard, rateLimit, webhookGuard } from './hooks.js';
-export type {
-  AuthGuardOptions,
-  OnLimited,
-  RateLimitOptions,
-  WebhookGuardOptions,
-} from './options.js';
+export type * from './options.js';
 export { type LimitHook, type PortcullisPluginOptions, portcullis } from './plugin.js';
 
 /** The Portcullis Fastify plugin (see {@link portcullis}). */

@@ -34,15 +34,7 @@ import type {
 } from './options.js';
 
 export { decisionOf } from './decisions.js';
-export type {
-  AuthGuardOptions,
-  ClientAddressOption,
-  FetchHandler,
-  OnLimited,
-  RateLimitOptions,
-  WebhookGuardOptions,
-  Wrap,
-} from './options.js';
+export type * from './options.js';
 
 const rateLimitSpec = { ...clientAddressSpec, ...onLimitedSpec };
 

@@ -21,14 +21,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { type ClientOptions, rawRequestOf } from './client.js';
 import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
 
-export type {
-  AuthGuardOptions,
-  ClientAddressOption,
-  OnLimited,
-  RateLimitOptions,
-  RateLimitVariables,
-  WebhookGuardOptions,
-} from './options.js';
+export type * from './options.js';
 
 const rateLimitSpec = { ...clientAddressSpec, ...onLimitedSpec };
 

@@ -8,9 +8,8 @@ import {
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
-  functionOption,
   guardMiddleware,
-  type HttpAnswer,
+  onLimitedSpec,
   type RateLimitIdiom,
   type RequestLimitControls,
   rateLimitMiddleware,
@@ -24,16 +23,7 @@ import type {
   WebhookGuardOptions,
 } from './options.js';
 
-export type {
-  AuthGuardOptions,
-  OnLimited,
-  RateLimitContext,
-  RateLimitOptions,
-  RateLimitState,
-  WebhookGuardOptions,
-} from './options.js';
-
-const onLimitedSpec = { onLimited: functionOption };
+export type * from './options.js';
 
 /**
  * Koa's side of the rules every adapter shares (core's `rateLimitMiddleware` and
@@ -50,7 +40,7 @@ const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse>
     const res = ctx.res;
     for (const name in headers) res.setHeader(name, headers[name] as string);
   },
-  send(answer: HttpAnswer, ctx) {
+  send(answer, ctx) {
     ctx.status = answer.status;
     ctx.set(answer.headers);
     ctx.body = answer.body;

@@ -92,9 +92,7 @@ export class Transport {
     valid: (value: unknown) => value is T = anything as (value: unknown) => value is T,
     ms = this.#timeoutMs,
   ): Promise<T> {
-    return this.#timed(
-      this.#within(ms, (ok, fail, expired) => run(expired).then(ok, fail), valid, same, rethrow),
-    );
+    return this.#timed(this.#within(ms, run, undefined, undefined, valid, same, rethrow));
   }
 
   /**
@@ -113,17 +111,13 @@ export class Transport {
     waits = true,
   ): Promise<R> {
     const after = waits ? this.#barrier : undefined;
-    const send = (ok: (v: unknown) => void, fail: (e: unknown) => void, expired: () => boolean) => {
-      if (after === undefined) this.#sendScript(args, source, ok, fail, expired);
-      // The barrier never rejects (a failed walk ends it too).
-      else void after.then(() => this.#sendScript(args, source, ok, fail, expired));
-    };
+    const ms = this.#timeoutMs;
     if (channels.storeCall.hasSubscribers)
-      return this.#timed(this.#within(this.#timeoutMs, send, valid, same, rethrow)).then(
+      return this.#timed(this.#within(ms, args, source, after, valid, same, rethrow)).then(
         done,
         failed,
       );
-    return this.#within(this.#timeoutMs, send, valid, done, failed);
+    return this.#within(ms, args, source, after, valid, done, failed);
   }
 
   /** {@link Transport.script} whose promise is the valid reply itself (rejects on a failure). */
@@ -136,35 +130,18 @@ export class Transport {
     return this.script(args, source, valid, same, rethrow, waits);
   }
 
-  /** `EVALSHA`, then `EVAL` once if (and only if) Redis answers `NOSCRIPT` in time. */
-  #sendScript(
-    args: string[],
-    source: string,
-    ok: (value: unknown) => void,
-    fail: (error: unknown) => void,
-    expired: () => boolean,
-  ): void {
-    const key = args[3];
-    this.call(args, key).then(ok, (error: unknown) => {
-      if (expired() || !isNoScript(error)) {
-        fail(error);
-        return;
-      }
-      const again = args.slice();
-      again[0] = 'EVAL';
-      again[1] = source;
-      this.call(again, key).then(ok, fail);
-    });
-  }
-
   /**
-   * The one deadline: `start` sends and reports through `ok`/`fail`; the first of the reply, the
-   * error and the `ms` timeout settles the call, by `done` (a valid reply) or `failed`; a throw of
-   * either rejects. With the system timers every call of `timeoutMs` shares one timer.
+   * The one deadline and the one `NOSCRIPT` retry. `request` is a script call's arguments (then
+   * `EVALSHA`, and `EVAL` with `source` once if, and only if, Redis answers `NOSCRIPT` in time;
+   * sent once `after` settles) or a function that sends what it likes. The first of the reply,
+   * the error and the `ms` timeout settles the call, by `done` (a valid reply) or `failed`; a
+   * throw of either rejects. With the system timers every call of `timeoutMs` shares one timer.
    */
   #within<T, R>(
     ms: number,
-    start: (ok: (v: unknown) => void, fail: (e: unknown) => void, expired: () => boolean) => void,
+    request: string[] | ((expired: () => boolean) => Promise<unknown>),
+    source: string | undefined,
+    after: Promise<void> | undefined,
     valid: (reply: unknown) => reply is T,
     done: (reply: T) => R | PromiseLike<R>,
     failed: (error: unknown) => R | PromiseLike<R>,
@@ -172,6 +149,7 @@ export class Transport {
     const shared = ms === this.#timeoutMs ? this.#deadlines : undefined;
     return new Promise<R>((resolve, reject) => {
       let settled = false;
+      let retried = false;
       let pending: Pending | undefined;
       let timer: TimerHandle | undefined;
       const finish = (ok: boolean, value: unknown) => {
@@ -192,17 +170,28 @@ export class Transport {
         timer = undefined;
         finish(false, new RedisTimeoutError(ms));
       };
+      const replied = (value: unknown) => {
+        if (!settled) finish(true, value);
+      };
+      const rejected = (error: unknown) => {
+        if (settled) return;
+        if (source !== undefined && !retried && isNoScript(error)) {
+          // EVALSHA of a script Redis does not hold: sent once more with its source.
+          retried = true;
+          const again = (request as string[]).slice();
+          again[0] = 'EVAL';
+          again[1] = source;
+          this.call(again, again[3]).then(replied, rejected);
+          return;
+        }
+        finish(false, error);
+      };
       if (shared !== undefined) pending = shared.add(expire);
       else timer = this.#timers.setTimeout(expire, ms);
-      start(
-        (value) => {
-          if (!settled) finish(true, value);
-        },
-        (error) => {
-          if (!settled) finish(false, error);
-        },
-        () => settled,
-      );
+      if (typeof request === 'function') request(() => settled).then(replied, rejected);
+      else if (after === undefined) this.call(request, request[3]).then(replied, rejected);
+      // The barrier never rejects (a failed walk ends it too).
+      else void after.then(() => this.call(request, request[3]).then(replied, rejected));
     });
   }
 

@@ -40,7 +40,6 @@ function files(dir) {
   return out.sort();
 }
 
-
 /** @type {Map<string, string>} */
 const memo = new Map();
 

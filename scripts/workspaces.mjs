@@ -14,6 +14,7 @@ const manifest = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'ut
 /** @returns {string[]} the package directories' names under each `packages/*` workspace glob */
 function workspacePackages() {
   const globs = /** @type {string[]} */ (manifest(REPO).workspaces ?? []);
+  /** @type {string[]} */
   const names = [];
   for (const glob of globs) {
     const match = /^packages\/\*$/.exec(glob);
@@ -42,6 +43,7 @@ export function dependenciesOf(name) {
 
 /** @param {string[]} names @returns {string[]} `names`, each after the ones it depends on */
 function dependencyOrder(names) {
+  /** @type {string[]} */
   const out = [];
   const seen = new Set();
   const visit = (/** @type {string} */ name) => {

@@ -9,7 +9,13 @@
 export { systemTimers } from './clock.js';
 export { WARNING_CODES, type WarningCode, type Warnings, warningsOption } from './warnings.js';
 export { isPromise, type MaybePromise, mapMaybe } from './promise.js';
-export { callSafely, safeLogger } from './safe-call.js';
+export {
+  callSafely,
+  HOOK_ERROR,
+  type HookErrorFields,
+  reportHookError,
+  safeLogger,
+} from './safe-call.js';
 export { type WithoutUndefined, withoutUndefined } from './without-undefined.js';
 export { timeStoreCall } from './events.js';
 export { byEnd } from './store.js';

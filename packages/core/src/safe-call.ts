@@ -30,6 +30,48 @@ function describe(error: unknown): string {
   }
 }
 
+/** The `code` of every report that an observing user hook (`onLimited`, `onRefused`…) failed. */
+export const HOOK_ERROR = 'PORTCULLIS_HOOK_ERROR';
+
+/** What {@link reportHookError} logs besides its code: the hook's name, its error, any context. */
+export type HookErrorFields = {
+  readonly hook: string;
+  readonly err: unknown;
+  /** Always {@link HOOK_ERROR}, added by {@link reportHookError}. */
+  readonly code?: never;
+} & Readonly<Record<string, unknown>>;
+
+/**
+ * Reports that the observing user hook `fields.hook` threw or rejected with `fields.err`: to
+ * `logger.error({ code: 'PORTCULLIS_HOOK_ERROR', ...fields }, message)`, or, when there is no
+ * logger or it fails too, as a process warning with the same code whose text is `message` and a
+ * short description of the error. One rule for every package, so a log query for one code finds
+ * every broken hook. Never throws.
+ */
+export function reportHookError(
+  logger: Pick<Logger, 'error'> | undefined,
+  fields: HookErrorFields,
+  message: string,
+): void {
+  const warn = (): void => {
+    try {
+      process.emitWarning(`${message}: ${describe(fields.err)}`, { code: HOOK_ERROR });
+    } catch {
+      // Nothing left to report to.
+    }
+  };
+  if (logger === undefined) {
+    warn();
+    return;
+  }
+  // The logger's own failure is not reported separately: the hook's error is what matters.
+  callSafely(
+    (obj: object, msg: string) => logger.error(obj, msg),
+    [{ code: HOOK_ERROR, ...fields }, message],
+    warn,
+  );
+}
+
 function loggerFailed(level: string, msg: string | undefined): (error: unknown) => void {
   return (error) => {
     try {

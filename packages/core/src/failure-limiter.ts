@@ -1,29 +1,26 @@
-import { callSafely, safeLogger } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
-import { type MaybePromise, mapMaybe } from './promise.js';
-import { asDryRun, type Decision, decision, withKey } from './decision.js';
-import { channels, type Logger, publishDecided, publishDecision } from './events.js';
-import { parseIp, parsedIsLoopback, subnetKey } from './ip.js';
-import { boundedKey } from './keys.js';
-import { claimName, limiterStore, restampStore } from './limiter-store.js';
-import { type FailureTable, MemoryStore } from './memory-store.js';
-import {
-  boolean,
-  duration,
-  either,
-  integer,
-  nonEmptyString,
-  objectOption,
-  type OptionCheck,
-  oneOf,
-  parseOptions,
-  required,
-  timerDelay,
-  withMethods,
-} from './options.js';
-import type { EscalateRule, FailureDecision, FailureRule, Store } from './store.js';
-import { type Step, StoreStep } from './store-batch.js';
-import { type Warnings, warningsOption } from './warnings.js';
+import type { Decision } from './decision.js';
+import type { Logger } from './events.js';
+import { FailureKeys } from './failure-keys.js';
+import { banSubject, listLockouts } from './failure-lockouts.js';
+import { normalizeScope, resolveFailureSetup } from './failure-options.js';
+import { reconfigureFailures } from './failure-reconfigure.js';
+import { FailureReports } from './failure-reports.js';
+import { stepsThrough } from './failure-step.js';
+import type { MemoryStore } from './memory-store.js';
+import type { MaybePromise } from './promise.js';
+import type { EscalateRule, Store } from './store.js';
+import type { Warnings } from './warnings.js';
+
+// The limiter's parts, each in a file of its own; what the gates import stays importable here.
+export { refusedUncounted } from './failure-keys.js';
+export {
+  escalateRule,
+  failureLimiterOption,
+  failureLimiterSpec,
+  normalizeScope,
+} from './failure-options.js';
+export { limiterStep } from './failure-step.js';
 
 /**
  * Who failed: a client IP, an opaque key (`browser-origin:…`, `identity:…`), or the
@@ -203,17 +200,6 @@ export interface BanOptions {
   ms: number;
 }
 
-const lockoutsSpec = {
-  scope: (value: unknown, fail: (expected: string) => never) =>
-    typeof value === 'string' ? value : fail('a string'),
-  limit: integer(1, 100_000),
-};
-
-const banSpec = {
-  scope: lockoutsSpec.scope,
-  ms: timerDelay(1),
-};
-
 /** What {@link FailureLimiter.reconfigure} may change. */
 export type FailureLimiterReconfig = Partial<
   Pick<
@@ -221,96 +207,6 @@ export type FailureLimiterReconfig = Partial<
     'maxAttempts' | 'windowMs' | 'lockoutMs' | 'exemptLoopback' | 'dryRun'
   >
 >;
-
-/** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
-const uncounted = new WeakSet<Decision>();
-
-/**
- * True when `d`, returned by a failure limiter's `recordFailure`, refused the failure without
- * counting it: a lockout was already in force (started by a concurrent request between `check` and
- * `recordFailure`, which a shared asynchronous store allows) or the store is full of lockouts. The
- * auth gate answers such an attempt like a refused `check`. False for the failure that started the
- * lockout, and for any decision this module did not make.
- */
-export function refusedUncounted(d: Decision): boolean {
-  return uncounted.has(d);
-}
-
-/** The options of {@link createFailureLimiter}, checked the same way wherever they are accepted (gates take them flat). */
-export const failureLimiterSpec = {
-  maxAttempts: integer(1),
-  windowMs: duration(1),
-  lockoutMs: duration(1),
-  exemptLoopback: boolean,
-  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
-  maxEntries: integer(1),
-  store: withMethods<Store>('checkFailures', 'recordFailure', 'recordSuccess', 'delete'),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  logger: withMethods<Logger>('warn', 'error'),
-  dryRun: boolean,
-  name: nonEmptyString,
-  warnings: warningsOption,
-  escalate: either(
-    oneOf([false]),
-    (value: unknown, fail: (expected: string) => never) =>
-      parseOptions(objectOption<EscalateOptions>(value, fail), escalateSpec, 'escalate'),
-    'false or { factor, maxLockoutMs }',
-  ),
-};
-
-const escalateSpec = {
-  // An integer: lockoutMs · factor^step is then exact in every store (a fractional power differs
-  // by an ulp between JavaScript and Redis' Lua, and a fractional length between their replies).
-  factor: integer(1, 1000),
-  maxLockoutMs: duration(1),
-};
-
-/** The store rule of an `escalate` option (undefined: no escalation). */
-export function escalateRule(e: EscalateOptions | false | undefined): EscalateRule | undefined {
-  if (e === undefined || e === false) return undefined;
-  return { factor: e.factor ?? 2, maxLockoutMs: e.maxLockoutMs ?? 86_400_000 };
-}
-
-const failureReconfigureSpec = {
-  maxAttempts: failureLimiterSpec.maxAttempts,
-  windowMs: failureLimiterSpec.windowMs,
-  lockoutMs: failureLimiterSpec.lockoutMs,
-  exemptLoopback: failureLimiterSpec.exemptLoopback,
-  dryRun: failureLimiterSpec.dryRun,
-};
-
-interface ResolvedSubject {
-  key: string;
-  exempt: boolean;
-}
-
-/** Normalises a blank or missing scope to `'default'`. */
-export function normalizeScope(scope: unknown): string {
-  if (scope === undefined || scope === null) return 'default';
-  if (typeof scope !== 'string')
-    throw new TypeError(`Portcullis: scope must be a string, got ${typeof scope}`);
-  return scope.trim() === '' ? 'default' : boundedKey(scope);
-}
-
-/**
- * Checks a `limiter` option: a failure limiter made by {@link createFailureLimiter} (its `config`
- * and `store` are read by the gates, so a look-alike with the three methods is not enough).
- */
-export const failureLimiterOption: OptionCheck<FailureLimiter> = (value, fail) => {
-  const expected = 'a limiter from createFailureLimiter()';
-  const v = value as Partial<FailureLimiter> | null;
-  if (v === null || typeof v !== 'object') return fail(expected);
-  const methods = [v.check, v.recordFailure, v.recordSuccess];
-  if (
-    methods.some((m) => typeof m !== 'function') ||
-    typeof v.config !== 'object' ||
-    typeof v.store !== 'object'
-  ) {
-    return fail(expected);
-  }
-  return v as FailureLimiter;
-};
 
 /**
  * Creates a failure limiter (docs/design.md#failure-limiter): a sliding log of failure times per `scope:subject`, a
@@ -339,438 +235,39 @@ export function createLayerLimiter(
   return buildFailureLimiter(options, layer);
 }
 
+/**
+ * The limiter's object over its parts: the options resolved once (failure-options.ts), the
+ * per-key state ops (failure-keys.ts) and what reports their answers (failure-reports.ts), the
+ * operator's lockout list and bans (failure-lockouts.ts), reconfigure (failure-reconfigure.ts).
+ */
 function buildFailureLimiter(
   options: FailureLimiterOptions | undefined,
   earned: Exclude<AuthLayer, 'ban'>,
 ): FailureLimiter {
-  const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
-  const config = {
-    maxAttempts: o.maxAttempts ?? 10,
-    windowMs: o.windowMs ?? 60_000,
-    lockoutMs: o.lockoutMs ?? 300_000,
-    exemptLoopback: o.exemptLoopback ?? true,
-    ipv6Subnet: (o.ipv6Subnet ?? 64) as number | false,
-    dryRun: o.dryRun ?? false,
-    name: o.name ?? 'auth',
-  };
-  const escalate = escalateRule(o.escalate as EscalateOptions | false | undefined);
-  let rule: FailureRule = {
-    maxAttempts: config.maxAttempts,
-    windowMs: config.windowMs,
-    lockoutMs: config.lockoutMs,
-    ...(escalate !== undefined && { escalate }),
-  };
-  // A private store needs no namespace; a shared one gets the limiter's name in every key.
-  const { store, own: ownStore, namespace } = limiterStore(o, config.name, 'createFailureLimiter');
-  const logger = safeLogger(o.logger);
-  if (!ownStore)
-    claimName(
-      store,
-      config.name,
-      `${rule.maxAttempts} failures per ${rule.windowMs} ms, ${rule.lockoutMs} ms lockout`,
-      logger,
-      o.warnings,
-    );
-
-  const listeners = new Set<(started: StartedLockout) => void>();
-  function started(layer: AuthLayer, scope: string, key: string, lockoutMs: number, d: Decision) {
-    for (const listener of listeners)
-      callSafely(
-        listener,
-        [{ layer, scope, key, lockoutMs, retryAfterMs: d.retryAfterMs }],
-        (error) =>
-          logger?.error(
-            { code: 'PORTCULLIS_HOOK_ERROR', hook: 'onLockout', limiter: config.name, error },
-            'Portcullis: onLockout threw; the lockout stands',
-          ),
-      );
-  }
-
-  function subjectOf(subject: Subject): ResolvedSubject {
-    const raw = typeof subject === 'string' ? subject : subject?.key;
-    if (typeof raw !== 'string')
-      throw new TypeError('Portcullis: a subject is a string or { key, exempt }');
-    // A layer limiter's subjects are keys already (a client's canonical key, an account's): no IP.
-    if (earned !== 'client') return { key: boundedKey(raw), exempt: false };
-    const ip = parseIp(raw);
-    if (ip === undefined) return { key: raw === '' ? 'unknown' : boundedKey(raw), exempt: false };
-    const vouched = typeof subject === 'string' || subject.exempt === true;
-    return {
-      key: subnetKey(ip, config.ipv6Subnet),
-      exempt: config.exemptLoopback && vouched && parsedIsLoopback(ip),
-    };
-  }
-
-  // A private memory store keeps each scope in a table of its own, addressed by the subject alone.
-  const memory = ownStore && store instanceof MemoryStore ? store : undefined;
-
-  // The scope met last and its table: most limiters use one scope, so most calls skip the lookup.
-  let lastScope = '';
-  let lastTable: FailureTable | undefined;
-
-  /** The table of `scope` in a private memory store (undefined: key by `<scope>:<subject>`). */
-  function tableOf(scope: string): FailureTable | undefined {
-    if (memory === undefined) return undefined;
-    if (scope !== lastScope) {
-      lastTable = memory.failureTable(scope);
-      lastScope = scope;
-    }
-    return lastTable;
-  }
-
-  function exemptDecision(key: string): Decision {
-    const d = decision(true, 'exempt', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
-    return config.dryRun ? asDryRun(d) : d;
-  }
-
-  /*
-   * One warning per episode of a store full of lockouts, not one per refused request. The episode
-   * ends only when the store is seen to take a new key again: an allowed answer for a key that
-   * holds no failure (a check with every attempt left, a first failure counted). Any other answer
-   * says nothing about room: a locked client between two new ones must not end the episode, or
-   * alternating them logs once per request.
-   */
-  let overflowing = false;
-
-  /**
-   * `fresh`: the `remaining` of an allowed answer that proves the key was new to the store
-   * (`maxAttempts` for a check, one less for a counted failure; -1 when no answer proves it).
-   */
-  function finish(scope: string, key: string, d: Decision, fresh = -1): Decision {
-    const out = withKey(d, key);
-    if (out.reason !== 'allowed' && out.reason !== 'locked')
-      publishDecision(config.name, scope, out);
-    if (out.reason === 'overflow') {
-      if (!overflowing) {
-        overflowing = true;
-        logger?.warn(
-          { code: 'PORTCULLIS_OVERFLOW', limiter: config.name, scope, key },
-          `Portcullis: limiter "${config.name}" is full of lockouts and refuses new keys (reason 'overflow'); further overflows are published on portcullis:overflow until the store takes a new key`,
-        );
-      }
-    } else if (overflowing && out.reason === 'allowed' && out.remaining === fresh) {
-      overflowing = false;
-    }
-    return config.dryRun ? asDryRun(out) : out;
-  }
-
-  function afterFailure(scope: string, key: string, d: FailureDecision): Decision {
-    if (d.lockoutStarted) {
-      const { lockoutStarted: _, ...plain } = d;
-      const out = withKey(plain, key);
-      // An escalated lockout lasts longer than the rule's: the decision says how long.
-      const lockoutMs = escalate === undefined ? rule.lockoutMs : plain.retryAfterMs;
-      logger?.warn(
-        {
-          code: 'AUTH_RATE_LIMITED',
-          limiter: config.name,
-          scope,
-          key,
-          ...(earned !== 'client' && { layer: earned }),
-          lockoutMs,
-          dryRun: config.dryRun,
-        },
-        `AUTH_RATE_LIMITED: ${rule.maxAttempts} failed attempts${earned === 'client' ? '' : ` (${earned} layer)`}; locking out scope=${scope} key=${key} for ${lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
-      );
-      if (channels.lockout.hasSubscribers)
-        channels.lockout.publish({
-          limiter: config.name,
-          scope,
-          decision: out,
-          ...(earned !== 'client' && { layer: earned }),
-        });
-      if (listeners.size > 0) started(earned, scope, key, lockoutMs, out);
-      return finish(scope, key, out);
-    }
-    const out = finish(scope, key, d, rule.maxAttempts - 1);
-    if (!out.allowed && (out.reason === 'locked' || out.reason === 'overflow')) uncounted.add(out);
-    return out;
-  }
-
-  /**
-   * portcullis:decision (metrics): a check's answer is the attempt's decision (one per attempt;
-   * recordFailure and recordSuccess follow it). Sent only while someone listens.
-   */
-  function decided(scope: string, d: Decision): Decision {
-    if (channels.decision.hasSubscribers) publishDecided(config.name, scope, d);
-    return d;
-  }
-
-  function check(subject: Subject, scope?: string): MaybePromise<Decision> {
-    return checkOf(subjectOf(subject), normalizeScope(scope));
-  }
-
-  function checkOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
-    if (s.exempt) return decided(sc, exemptDecision(s.key));
-    const t = tableOf(sc);
-    if (t !== undefined)
-      return decided(sc, finish(sc, s.key, t.checkFailures(s.key, rule), rule.maxAttempts));
-    const d = store.checkFailures(`${namespace}${sc}:${s.key}`, rule);
-    return mapMaybe(d, (r) => decided(sc, finish(sc, s.key, r, rule.maxAttempts)));
-  }
-
-  function recordFailure(subject: Subject, scope?: string): MaybePromise<Decision> {
-    return recordFailureOf(subjectOf(subject), normalizeScope(scope));
-  }
-
-  function recordFailureOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
-    if (s.exempt) return exemptDecision(s.key);
-    const t = tableOf(sc);
-    // A private memory table answers at once: no closure to allocate for a promise that never is.
-    if (t !== undefined) return afterFailure(sc, s.key, t.recordFailure(s.key, rule));
-    const d = store.recordFailure(`${namespace}${sc}:${s.key}`, rule);
-    return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
-  }
-
-  /**
-   * A correct credential: one atomic store call forgets the failure history, unless a lockout is in
-   * force (a concurrent failure may have started it after `check`): then the lockout stays and the
-   * locked decision is returned, which the caller must refuse like any attempt during a lockout.
-   */
-  function recordSuccess(subject: Subject, scope?: string): MaybePromise<Decision> {
-    return recordSuccessOf(subjectOf(subject), normalizeScope(scope));
-  }
-
-  function recordSuccessOf(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
-    if (s.exempt) return exemptDecision(s.key);
-    const t = tableOf(sc);
-    if (t !== undefined) return finish(sc, s.key, t.recordSuccess(s.key, rule));
-    const d = store.recordSuccess(`${namespace}${sc}:${s.key}`, rule);
-    return mapMaybe(d, (r) => finish(sc, s.key, r));
-  }
-
-  function recordDistinct(
-    subject: Subject,
-    member: string,
-    scope?: string,
-  ): MaybePromise<Decision> {
-    return recordDistinctOf(subjectOf(subject), member, normalizeScope(scope));
-  }
-
-  function needsDistinct(): void {
-    if (typeof store.recordDistinct !== 'function')
-      throw new TypeError(
-        'Portcullis: this store cannot count distinct failures (no Store.recordDistinct)',
-      );
-  }
-
-  function recordDistinctOf(
-    s: ResolvedSubject,
-    member: string,
-    sc: string,
-  ): MaybePromise<Decision> {
-    if (s.exempt) return exemptDecision(s.key);
-    needsDistinct();
-    const d = (store.recordDistinct as NonNullable<Store['recordDistinct']>).call(
-      store,
-      `${namespace}${sc}:${s.key}`,
-      member,
-      rule,
-    );
-    return mapMaybe(d, (r) => afterFailure(sc, s.key, r));
-  }
-
-  /**
-   * `op` of `subject` as a step of a gate's batch: a store call with what turns its answer into
-   * this limiter's decision, or the decision itself when no shared store call is needed (an
-   * exempt subject, a private table).
-   */
-  function step(
-    op: StepOp,
-    subject: Subject,
-    scope: string | undefined,
-    member = '',
-  ): Step<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
-    if (s.exempt || tableOf(sc) !== undefined)
-      switch (op) {
-        case 'check':
-          return checkOf(s, sc);
-        case 'recordFailure':
-          return recordFailureOf(s, sc);
-        case 'recordSuccess':
-          return recordSuccessOf(s, sc);
-        case 'recordDistinct':
-          return recordDistinctOf(s, member, sc);
-      }
-    const key = `${namespace}${sc}:${s.key}`;
-    switch (op) {
-      case 'check':
-        return new StoreStep(store, { op: 'checkFailures', key, rule }, (r) =>
-          decided(sc, finish(sc, s.key, r as Decision, rule.maxAttempts)),
-        );
-      case 'recordFailure':
-        return new StoreStep(store, { op, key, rule }, (r) =>
-          afterFailure(sc, s.key, r as FailureDecision),
-        );
-      case 'recordSuccess':
-        return new StoreStep(store, { op, key, rule }, (r) => finish(sc, s.key, r as Decision));
-      case 'recordDistinct':
-        needsDistinct();
-        return new StoreStep(store, { op, key, member, rule }, (r) =>
-          afterFailure(sc, s.key, r as FailureDecision),
-        );
-    }
-  }
-
-  function reset(subject: Subject, scope?: string): MaybePromise<Decision> {
-    const s = subjectOf(subject);
-    const sc = normalizeScope(scope);
-    const fresh = decision(
-      true,
-      s.exempt ? 'exempt' : 'allowed',
-      rule.maxAttempts,
-      rule.maxAttempts,
-      0,
-      0,
-      s.key,
-    );
-    const t = tableOf(sc);
-    const gone = t === undefined ? store.delete(`${namespace}${sc}:${s.key}`) : t.delete(s.key);
-    return mapMaybe(gone, () => {
-      const out = config.dryRun ? asDryRun(fresh) : fresh;
-      // Once the store forgot it: a metrics reader dropping the lockout from its gauge is right.
-      if (channels.reset.hasSubscribers)
-        channels.reset.publish({ limiter: config.name, scope: sc, decision: out });
-      return out;
-    });
-  }
-
-  function reconfigure(partial: FailureLimiterReconfig): void {
-    const p = parseOptions(partial, failureReconfigureSpec, 'reconfigure');
-    // The stores read every number from the call's rule: history and lockouts are kept and judged
-    // by the new numbers from the next call on (see FailureLimiter.reconfigure).
-    if (p.maxAttempts !== undefined) config.maxAttempts = p.maxAttempts;
-    if (p.windowMs !== undefined) config.windowMs = p.windowMs;
-    if (p.lockoutMs !== undefined) config.lockoutMs = p.lockoutMs;
-    if (p.exemptLoopback !== undefined) config.exemptLoopback = p.exemptLoopback;
-    if (p.dryRun !== undefined) config.dryRun = p.dryRun;
-    const before = rule;
-    rule = {
-      maxAttempts: config.maxAttempts,
-      windowMs: config.windowMs,
-      lockoutMs: config.lockoutMs,
-      ...(escalate !== undefined && { escalate }),
-    };
-    // A failure log expires by the window it was stamped under: re-stamped under the new one, so
-    // that a widened window keeps counting an attacker's failures (and counts none that had
-    // already expired).
-    if (before.windowMs !== rule.windowMs) restampStore(store, namespace, before, rule, logger);
-  }
-
-  function lockouts(options?: LockoutsOptions): MaybePromise<LockoutInfo[]> {
-    const o = parseOptions(options ?? {}, lockoutsSpec, 'lockouts');
-    const limit = o.limit ?? 1000;
-    const only = o.scope === undefined ? undefined : normalizeScope(o.scope);
-    if (typeof store.lockouts !== 'function')
-      throw new TypeError('Portcullis: this store cannot list lockouts (it has no Store.lockouts)');
-    const prefix = `${namespace}${only === undefined ? '' : `${only}:`}`;
-    // A private memory store keeps each scope in a table of its own: it lists them all the same.
-    const listed = store.lockouts(prefix, limit, rule);
-    return mapMaybe(listed, (found) =>
-      found.map((l) => {
-        // `<scope>:<subject>` after the namespace: a scope holds no ':' of its own here, the
-        // subject may (IPv6, browser-origin:…).
-        const rest = l.key.slice(namespace.length);
-        const colon = rest.indexOf(':');
-        return {
-          scope: colon < 0 ? 'default' : rest.slice(0, colon),
-          key: colon < 0 ? rest : rest.slice(colon + 1),
-          layer: l.ban ? 'ban' : earned,
-          until: l.until,
-          retryAfterMs: l.retryAfterMs,
-        } satisfies LockoutInfo;
-      }),
-    );
-  }
-
-  function ban(subject: Subject, options: BanOptions): MaybePromise<Decision> {
-    const o = parseOptions(options, banSpec, 'ban');
-    const ms = required(o.ms, 'ms', 'an integer from 1 to 2147483647', 'ban') as number;
-    const s = subjectOf(subject);
-    const sc = normalizeScope(o.scope);
-    if (s.exempt) return exemptDecision(s.key);
-    const t = tableOf(sc);
-    const banned = (d: FailureDecision) => {
-      const out = withKey(d, s.key);
-      if (out.reason === 'locked') {
-        logger?.warn(
-          {
-            code: 'AUTH_RATE_LIMITED',
-            limiter: config.name,
-            scope: sc,
-            key: s.key,
-            layer: 'ban',
-            ms,
-          },
-          `AUTH_RATE_LIMITED: banned by hand; locking out scope=${sc} key=${s.key} for ${ms}ms (until ${out.retryAfterMs}ms from now)`,
-        );
-        if (channels.lockout.hasSubscribers)
-          channels.lockout.publish({
-            limiter: config.name,
-            scope: sc,
-            decision: out,
-            layer: 'ban',
-          });
-        if (listeners.size > 0) started('ban', sc, s.key, ms, out);
-      }
-      return config.dryRun ? asDryRun(out) : out;
-    };
-    if (t !== undefined) return banned(t.ban(s.key, rule, ms));
-    if (typeof store.ban !== 'function')
-      throw new TypeError('Portcullis: this store cannot ban (it has no Store.ban)');
-    return mapMaybe(store.ban(`${namespace}${sc}:${s.key}`, rule, ms), banned);
-  }
-
+  const setup = resolveFailureSetup(options, earned);
+  const keys = new FailureKeys(setup, new FailureReports(setup));
+  const { store, config, logger } = setup;
   const limiter: FailureLimiter = {
-    reconfigure,
-    lockouts,
-    ban,
-    check,
-    recordFailure,
-    recordSuccess,
-    recordDistinct,
-    escalate,
-    keyOf: subjectOf,
-    watchLockouts(listener: (started: StartedLockout) => void): () => void {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    reset,
+    reconfigure: (partial) => reconfigureFailures(keys, partial),
+    lockouts: (o) => listLockouts(keys, o),
+    ban: (subject, o) => banSubject(keys, subject, o),
+    check: (subject, scope) => keys.check(keys.subjectOf(subject), normalizeScope(scope)),
+    recordFailure: (subject, scope) =>
+      keys.recordFailure(keys.subjectOf(subject), normalizeScope(scope)),
+    recordSuccess: (subject, scope) =>
+      keys.recordSuccess(keys.subjectOf(subject), normalizeScope(scope)),
+    recordDistinct: (subject, member, scope) =>
+      keys.recordDistinct(keys.subjectOf(subject), member, normalizeScope(scope)),
+    escalate: setup.escalate,
+    keyOf: (subject) => keys.subjectOf(subject),
+    watchLockouts: (listener) => keys.reports.watch(listener),
+    reset: (subject, scope) => keys.reset(keys.subjectOf(subject), normalizeScope(scope)),
     size: () => store.size(),
-    close: () => (ownStore ? store.close() : undefined),
+    close: () => (setup.own ? store.close() : undefined),
     config,
     store,
     logger,
   };
-  steppers.set(limiter, step);
+  stepsThrough(limiter, keys);
   return limiter;
-}
-
-/** What a failure limiter can do as a step of a batch (see {@link limiterStep}). */
-type StepOp = 'check' | 'recordFailure' | 'recordSuccess' | 'recordDistinct';
-
-const steppers = new WeakMap<
-  FailureLimiter,
-  (op: StepOp, subject: Subject, scope: string | undefined, member?: string) => Step<Decision>
->();
-
-/**
- * `limiter`'s `op` for `subject` as a step of a gate's batch (store-batch.ts): a limiter made here
- * gives its store call, to be made together with the other limiters' on the same store; any other
- * limiter (one a caller built by hand) is simply called.
- * @internal for the auth gate
- */
-export function limiterStep(
-  limiter: FailureLimiter,
-  op: StepOp,
-  subject: Subject,
-  scope: string | undefined,
-  member?: string,
-): Step<Decision> {
-  const stepper = steppers.get(limiter);
-  if (stepper !== undefined) return stepper(op, subject, scope, member);
-  if (op === 'recordDistinct') return limiter.recordDistinct(subject, member ?? '', scope);
-  return limiter[op](subject, scope);
 }

@@ -1,0 +1,75 @@
+import type { Decision } from './decision.js';
+import type { FailureKeys } from './failure-keys.js';
+import type { FailureLimiter, Subject } from './failure-limiter.js';
+import { normalizeScope } from './failure-options.js';
+import type { FailureDecision } from './store.js';
+import { type Step, StoreStep } from './store-batch.js';
+
+/** What a failure limiter can do as a step of a batch (see {@link limiterStep}). */
+export type StepOp = 'check' | 'recordFailure' | 'recordSuccess' | 'recordDistinct';
+
+/** The per-key state ops of each limiter made here: what lets it give its store calls to a batch. */
+const keysOf = new WeakMap<FailureLimiter, FailureKeys>();
+
+/** Records that `limiter` runs on `keys`, so that {@link limiterStep} can batch its store calls. */
+export function stepsThrough(limiter: FailureLimiter, keys: FailureKeys): void {
+  keysOf.set(limiter, keys);
+}
+
+/**
+ * `limiter`'s `op` for `subject` as a step of a gate's batch (store-batch.ts): a limiter made here
+ * gives its store call, to be made together with the other limiters' on the same store; any other
+ * limiter (one a caller built by hand) is simply called.
+ * @internal for the auth gate
+ */
+export function limiterStep(
+  limiter: FailureLimiter,
+  op: StepOp,
+  subject: Subject,
+  scope: string | undefined,
+  member?: string,
+): Step<Decision> {
+  const keys = keysOf.get(limiter);
+  if (keys !== undefined) return keyStep(keys, op, subject, scope, member);
+  if (op === 'recordDistinct') return limiter.recordDistinct(subject, member ?? '', scope);
+  return limiter[op](subject, scope);
+}
+
+/**
+ * `op` of `subject` as a step of a gate's batch: a store call with what turns its answer into
+ * the limiter's decision, or the decision itself when no shared store call is needed (an exempt
+ * subject, a private table).
+ */
+function keyStep(
+  keys: FailureKeys,
+  op: StepOp,
+  subject: Subject,
+  scope: string | undefined,
+  member = '',
+): Step<Decision> {
+  const s = keys.subjectOf(subject);
+  const sc = normalizeScope(scope);
+  if (s.exempt || keys.tableOf(sc) !== undefined)
+    return op === 'recordDistinct' ? keys.recordDistinct(s, member, sc) : keys[op](s, sc);
+  const { store, rule } = keys;
+  const key = keys.storeKey(sc, s.key);
+  switch (op) {
+    case 'check':
+      return new StoreStep(store, { op: 'checkFailures', key, rule }, (r) =>
+        keys.checked(sc, s.key, r as Decision),
+      );
+    case 'recordFailure':
+      return new StoreStep(store, { op, key, rule }, (r) =>
+        keys.afterFailure(sc, s.key, r as FailureDecision),
+      );
+    case 'recordSuccess':
+      return new StoreStep(store, { op, key, rule }, (r) =>
+        keys.reports.finish(sc, s.key, r as Decision),
+      );
+    case 'recordDistinct':
+      keys.distinctOf();
+      return new StoreStep(store, { op, key, member, rule }, (r) =>
+        keys.afterFailure(sc, s.key, r as FailureDecision),
+      );
+  }
+}

@@ -1,4 +1,3 @@
-import type { Clock, Timers } from './clock.js';
 import type { Logger } from './events.js';
 import type {
   AuthLayer,
@@ -7,13 +6,12 @@ import type {
   FailureLimiterOptions,
 } from './failure-limiter.js';
 import { boundedKey } from './keys.js';
-import { claimName, type LimiterStore, limiterStore } from './limiter-store.js';
+import { claimName, type LimiterStore, limiterSpec, limiterStore } from './limiter-store.js';
 import {
   boolean,
   duration,
   either,
   integer,
-  nonEmptyString,
   objectOption,
   type OptionCheck,
   oneOf,
@@ -22,7 +20,6 @@ import {
 } from './options.js';
 import { safeLogger } from './safe-call.js';
 import type { EscalateRule, FailureRule, Store } from './store.js';
-import { warningsOption } from './warnings.js';
 import { withoutUndefined } from './without-undefined.js';
 
 /** The options of {@link createFailureLimiter}, checked the same way wherever they are accepted (gates take them flat). */
@@ -34,12 +31,7 @@ export const failureLimiterSpec = {
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   maxEntries: integer(1),
   store: withMethods<Store>('checkFailures', 'recordFailure', 'recordSuccess', 'delete'),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  logger: withMethods<Logger>('warn', 'error'),
-  dryRun: boolean,
-  name: nonEmptyString,
-  warnings: warningsOption,
+  ...limiterSpec,
   escalate: either(
     oneOf([false]),
     (value: unknown, fail: (expected: string) => never) =>

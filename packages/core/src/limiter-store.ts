@@ -3,9 +3,24 @@ import { tell } from './safe-call.js';
 import type { Clock, Timers } from './clock.js';
 import { PortcullisConfigError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
+import { boolean, nonEmptyString, withMethods } from './options.js';
 import { isPromise } from './promise.js';
 import type { FailureRule, Store, WindowRule } from './store.js';
-import { silenced, type Warnings } from './warnings.js';
+import { silenced, type Warnings, warningsOption } from './warnings.js';
+import { withoutUndefined } from './without-undefined.js';
+
+/**
+ * The options every limiter takes besides its numbers and its store, checked alike by each: the
+ * built-in store's clock and timers, the logger, dry run, the name, the warnings switched off.
+ */
+export const limiterSpec = {
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  logger: withMethods<Logger>('warn', 'error'),
+  dryRun: boolean,
+  name: nonEmptyString,
+  warnings: warningsOption,
+};
 
 /** The store a limiter works on, and how its keys are spelled there. */
 export interface LimiterStore {
@@ -35,11 +50,9 @@ export function limiterStore(
     }
     return { store: o.store, own: false, namespace: `${name}:` };
   }
-  const store = new MemoryStore({
-    ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-    ...(o.clock !== undefined && { clock: o.clock }),
-    ...(o.timers !== undefined && { timers: o.timers }),
-  });
+  const store = new MemoryStore(
+    withoutUndefined({ maxEntries: o.maxEntries, clock: o.clock, timers: o.timers }),
+  );
   return { store, own: true, namespace: '' };
 }
 

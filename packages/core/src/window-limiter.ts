@@ -4,21 +4,19 @@ import { isPromise, type MaybePromise } from './promise.js';
 import { asDryRun, type Decision, LinkedDecision, withKey } from './decision.js';
 import { channels, type Logger, publishDecided, publishDecision } from './events.js';
 import { boundedKey, MAX_KEY_LENGTH } from './keys.js';
-import { claimName, limiterStore, POLICY_MEMBER, restampStore } from './limiter-store.js';
+import {
+  claimName,
+  type LimiterStore,
+  limiterSpec,
+  limiterStore,
+  POLICY_MEMBER,
+  restampStore,
+} from './limiter-store.js';
 import { MemoryStore } from './memory-store.js';
 import { checkPolicyName } from './policy-name.js';
-import {
-  boolean,
-  checkLimitSpan,
-  duration,
-  integer,
-  nonEmptyString,
-  oneOf,
-  parseOptions,
-  withMethods,
-} from './options.js';
+import { checkLimitSpan, duration, integer, oneOf, parseOptions, withMethods } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
-import { type Warnings, warningsOption } from './warnings.js';
+import type { Warnings } from './warnings.js';
 
 /** Options of {@link createWindowLimiter}. */
 export interface WindowLimiterOptions {
@@ -95,12 +93,7 @@ const windowLimiterSpec = {
   algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
   store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
   maxEntries: integer(1),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  logger: withMethods<Logger>('warn', 'error'),
-  dryRun: boolean,
-  name: nonEmptyString,
-  warnings: warningsOption,
+  ...limiterSpec,
 };
 
 /** What {@link WindowLimiter.reconfigure} may change. */
@@ -134,27 +127,9 @@ export function createWindowLimiter(
 /** With a store that may answer asynchronously (e.g. Redis), decisions may be promises. */
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter;
 export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimiter {
-  const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
-  let rule: WindowRule = Object.freeze({
-    algorithm: o.algorithm ?? 'fixed-window',
-    limit: o.limit ?? 60,
-    windowMs: o.windowMs ?? 60_000,
-  });
-  checkLimitSpan(rule.limit, rule.windowMs, 'createWindowLimiter');
-  // The name is advertised in RateLimit headers: refused here, not when a gate first writes one.
-  const name = checkPolicyName(o.name ?? 'default');
-  let dryRun = o.dryRun ?? false;
-  const { store, own: ownStore, namespace } = limiterStore(o, name, 'createWindowLimiter');
-  const logger = safeLogger(o.logger);
-  const policyMember = (options as Record<symbol, unknown> | undefined)?.[POLICY_MEMBER] === true;
-  if (!ownStore && !policyMember)
-    claimName(
-      store,
-      name,
-      `${rule.algorithm} ${rule.limit} per ${rule.windowMs} ms`,
-      logger,
-      o.warnings,
-    );
+  const setup = resolveWindowSetup(options);
+  const { name, store, namespace, logger } = setup;
+  let { rule, dryRun } = setup;
   let warnedOverflow = false;
 
   function finish(key: string, d: Decision): Decision {
@@ -163,10 +138,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     if (out.reason === 'overflow' && !warnedOverflow && logger !== undefined) {
       // Once per limiter: the hot path cannot see when an episode ends, and the channel has them all.
       warnedOverflow = true;
-      logger.warn(
-        { code: 'PORTCULLIS_OVERFLOW', limiter: name, key },
-        `Portcullis: limiter "${name}" is full of blocked windows and refuses new keys (reason 'overflow'); further overflows are published on portcullis:overflow`,
-      );
+      warnOverflow(logger, name, key);
     }
     const final = dryRun ? asDryRun(out) : out;
     // portcullis:decision (metrics): every outcome, only while someone listens.
@@ -185,20 +157,8 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     return finish(k, d);
   }
 
-  /**
-   * The store's own decision behind each allowed one this limiter answered with a copy (its key
-   * without the namespace, a dry run's flag): a refund hands the store what it made.
-   */
-  function traced(made: Decision, out: Decision): Decision {
-    return out !== made && made.allowed ? new LinkedDecision(out, out.key, made) : out;
-  }
-
-  function keyOf(key: string): string {
-    return typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
-  }
-
   // A private memory store answers synchronously: its hot path needs no promise check at all.
-  const memory = ownStore && store instanceof MemoryStore ? store : undefined;
+  const memory = setup.own && store instanceof MemoryStore ? store : undefined;
 
   return {
     consume: memory
@@ -213,7 +173,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
         }
       : function consume(key: string, cost = 1): MaybePromise<Decision> {
           if (cost !== 1) checkCost(cost);
-          const k = keyOf(key);
+          const k = limiterKey(key);
           const d = store.consume(namespace + k, rule, cost);
           if (isPromise(d))
             return d.then(
@@ -230,7 +190,7 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
             : finish(k, d);
         },
     peek(key: string): MaybePromise<Decision> {
-      const k = keyOf(key);
+      const k = limiterKey(key);
       const report = (d: Decision) => {
         const out = namespace === '' ? d : withKey(d, k);
         return dryRun ? asDryRun(out) : out;
@@ -238,41 +198,26 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       const d = store.peek(namespace + k, rule);
       return isPromise(d) ? d.then(report) : report(d);
     },
-    reset: (key: string) => store.delete(namespace + keyOf(key)),
-    refund(key: string, cost: number, agoMs: number, spent?: Decision): MaybePromise<void> {
-      // A cost that is no count (undefined from plain JS) would make the count NaN: never sent.
-      if (cost !== 1) checkCost(cost);
-      const ago = Math.max(0, agoMs) || 0;
-      const k = namespace + keyOf(key);
-      const made =
-        spent === undefined ? undefined : ((LinkedDecision.linkOf(spent) as Decision) ?? spent);
-      return made === undefined
-        ? store.refund(k, rule, cost, ago)
-        : store.refund(k, rule, cost, ago, made);
-    },
+    reset: (key: string) => store.delete(namespace + limiterKey(key)),
+    refund: (key: string, cost: number, agoMs: number, spent?: Decision) =>
+      refundTo(store, namespace, key, rule, cost, agoMs, spent),
     size: () => store.size(),
-    close: () => (ownStore ? store.close() : undefined),
+    close: () => (setup.own ? store.close() : undefined),
     reconfigure(partial: WindowLimiterReconfig): void {
       const p = parseOptions(partial, reconfigureSpec, 'reconfigure');
-      const next = Object.freeze({
-        algorithm: p.algorithm ?? rule.algorithm,
-        limit: p.limit ?? rule.limit,
-        windowMs: p.windowMs ?? rule.windowMs,
-      });
-      checkLimitSpan(next.limit, next.windowMs, 'reconfigure');
+      const before = rule;
+      rule = nextRule(before, p);
+      dryRun = p.dryRun ?? dryRun;
       // Counts are kept: the next call reads them under the new rule, and the store re-stamps
       // their expiry under it (a widened window keeps an untouched count past its old end). A
       // changed algorithm starts each key afresh, because one algorithm's state means nothing to
       // another.
-      const before = rule;
-      rule = next;
-      dryRun = p.dryRun ?? dryRun;
       if (
-        before.algorithm !== next.algorithm ||
-        before.limit !== next.limit ||
-        before.windowMs !== next.windowMs
+        before.algorithm !== rule.algorithm ||
+        before.limit !== rule.limit ||
+        before.windowMs !== rule.windowMs
       )
-        restampStore(store, namespace, before, next, logger);
+        restampStore(store, namespace, before, rule, logger);
     },
     get rule() {
       return rule;
@@ -283,4 +228,91 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     },
     store,
   };
+}
+
+/** What a window limiter is built from, once its options are checked and its store chosen. */
+interface WindowSetup extends LimiterStore {
+  readonly rule: WindowRule;
+  readonly name: string;
+  readonly dryRun: boolean;
+  readonly logger: Logger | undefined;
+}
+
+/** Checks `options`, applies the defaults, picks the store (see {@link limiterStore}). */
+function resolveWindowSetup(options: WindowLimiterOptions | undefined): WindowSetup {
+  const o = parseOptions(options, windowLimiterSpec, 'createWindowLimiter');
+  const rule: WindowRule = Object.freeze({
+    algorithm: o.algorithm ?? 'fixed-window',
+    limit: o.limit ?? 60,
+    windowMs: o.windowMs ?? 60_000,
+  });
+  checkLimitSpan(rule.limit, rule.windowMs, 'createWindowLimiter');
+  // The name is advertised in RateLimit headers: refused here, not when a gate first writes one.
+  const name = checkPolicyName(o.name ?? 'default');
+  const dryRun = o.dryRun ?? false;
+  const { store, own, namespace } = limiterStore(o, name, 'createWindowLimiter');
+  const logger = safeLogger(o.logger);
+  const policyMember = (options as Record<symbol, unknown> | undefined)?.[POLICY_MEMBER] === true;
+  if (!own && !policyMember)
+    claimName(
+      store,
+      name,
+      `${rule.algorithm} ${rule.limit} per ${rule.windowMs} ms`,
+      logger,
+      o.warnings,
+    );
+  return { rule, name, dryRun, store, own, namespace, logger };
+}
+
+/** The rule `reconfigure` puts in force: `p`'s numbers, `before`'s where `p` names none. */
+function nextRule(before: WindowRule, p: WindowLimiterReconfig): WindowRule {
+  const next = Object.freeze({
+    algorithm: p.algorithm ?? before.algorithm,
+    limit: p.limit ?? before.limit,
+    windowMs: p.windowMs ?? before.windowMs,
+  });
+  checkLimitSpan(next.limit, next.windowMs, 'reconfigure');
+  return next;
+}
+
+/** A key as the store holds it: a long or non-string key is bounded (hashed), as in every limiter. */
+function limiterKey(key: string): string {
+  return typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
+}
+
+/**
+ * The store's own decision behind each allowed one a limiter answered with a copy (its key
+ * without the namespace, a dry run's flag): a refund hands the store what it made.
+ */
+function traced(made: Decision, out: Decision): Decision {
+  return out !== made && made.allowed ? new LinkedDecision(out, out.key, made) : out;
+}
+
+/** Gives `cost` units spent `agoMs` ago back to `key` in `store` (see `WindowLimiter.refund`). */
+function refundTo(
+  store: Store,
+  namespace: string,
+  key: string,
+  rule: WindowRule,
+  cost: number,
+  agoMs: number,
+  spent: Decision | undefined,
+): MaybePromise<void> {
+  // A cost that is no count (undefined from plain JS) would make the count NaN: never sent.
+  if (cost !== 1) checkCost(cost);
+  const ago = Math.max(0, agoMs) || 0;
+  const k = namespace + limiterKey(key);
+  const made =
+    spent === undefined ? undefined : ((LinkedDecision.linkOf(spent) as Decision) ?? spent);
+  return made === undefined
+    ? store.refund(k, rule, cost, ago)
+    : store.refund(k, rule, cost, ago, made);
+}
+
+/** The one warning of a limiter whose store is full of blocked windows. */
+function warnOverflow(logger: Logger, name: string, key: string): void {
+  logger.warn(
+    { code: 'PORTCULLIS_OVERFLOW', limiter: name, key },
+    `Portcullis: limiter "${name}" is full of blocked windows and refuses new keys (reason 'overflow'); further overflows are published on portcullis:overflow`,
+  );
 }

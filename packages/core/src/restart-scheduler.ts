@@ -98,6 +98,30 @@ const restartSpec = {
  * @throws {PortcullisConfigError} for a wrong or unknown option (`onRestart` is required)
  */
 export function createRestartScheduler(options: RestartSchedulerOptions): RestartScheduler {
+  const scheduler = new Scheduler(restartSettings(options));
+  return {
+    request: (req) => scheduler.request(req),
+    pending: () => scheduler.pending(),
+    lastRestartAt: () => scheduler.last,
+    close: () => scheduler.close(),
+  };
+}
+
+/** The options of a scheduler, checked and with their defaults. */
+interface RestartSettings {
+  readonly onRestart: RestartSchedulerOptions['onRestart'];
+  readonly cooldownMs: number;
+  readonly defaultDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly logger: Logger | undefined;
+  readonly pendingWork: (() => number) | undefined;
+  readonly deferralPollMs: number;
+  readonly deferralTimeoutMs: number;
+}
+
+function restartSettings(options: RestartSchedulerOptions): RestartSettings {
   const o = parseOptions(options, restartSpec, 'createRestartScheduler');
   const onRestart = required(
     o.onRestart,
@@ -108,12 +132,6 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
   const cooldownMs = o.cooldownMs ?? 30_000;
   const defaultDelayMs = o.defaultDelayMs ?? 2_000;
   const maxDelayMs = o.maxDelayMs ?? 60_000;
-  const clock = o.clock ?? systemClock;
-  const timers = o.timers ?? systemTimers;
-  const logger = safeLogger(o.logger);
-  const pendingWork = o.pendingWork as (() => number) | undefined;
-  const deferralPollMs = o.deferralPollMs ?? 500;
-  const deferralTimeoutMs = o.deferralTimeoutMs ?? 300_000;
   // The timer waits delay + cooldown at most: that sum must fit a Node timer, or it fires at once.
   if (maxDelayMs + cooldownMs > MAX_TIMER_MS || defaultDelayMs + cooldownMs > MAX_TIMER_MS) {
     throw new PortcullisConfigError(
@@ -122,139 +140,189 @@ export function createRestartScheduler(options: RestartSchedulerOptions): Restar
       `createRestartScheduler: maxDelayMs (and defaultDelayMs) + cooldownMs must not exceed ${MAX_TIMER_MS} ms, the longest a timer waits`,
     );
   }
-  /** The longest any restart can be away: a clock that stepped back must not make it longer. */
-  const longestWait = maxDelayMs + cooldownMs;
+  return {
+    onRestart,
+    cooldownMs,
+    defaultDelayMs,
+    maxDelayMs,
+    clock: o.clock ?? systemClock,
+    timers: o.timers ?? systemTimers,
+    logger: safeLogger(o.logger),
+    pendingWork: o.pendingWork as (() => number) | undefined,
+    deferralPollMs: o.deferralPollMs ?? 500,
+    deferralTimeoutMs: o.deferralTimeoutMs ?? 300_000,
+  };
+}
 
-  let last: number | undefined;
-  let timer: TimerHandle | undefined;
-  let dueAt = 0;
-  let reasons: string[] = [];
-  let dropped = 0;
-  /** When the due restart started waiting for `pendingWork` (undefined: it is not waiting). */
-  let deferredSince: number | undefined;
+/** The reasons of one pending restart: bounded in number and length (they come off the wire). */
+class Reasons {
+  list: string[] = [];
+  dropped = 0;
 
-  function keepReason(reason: string): void {
-    if (reasons.length >= MAX_RESTART_REASONS) {
-      dropped++;
+  keep(reason: string): void {
+    if (this.list.length >= MAX_RESTART_REASONS) {
+      this.dropped++;
       return;
     }
-    reasons.push(
+    this.list.push(
       reason.length > MAX_RESTART_REASON_LENGTH
         ? `${reason.slice(0, MAX_RESTART_REASON_LENGTH - 1)}…`
         : reason,
     );
   }
 
-  function fail(error: unknown, message = 'Portcullis: restart failed'): void {
-    if (logger) logger.error({ err: error }, message);
-    else process.emitWarning(`${message}: ${String(error)}`);
+  /** What the restart is told; the next pending restart starts with none. */
+  take(): RestartEvent {
+    const event = { reasons: this.list, droppedReasons: this.dropped };
+    this.clear();
+    return event;
+  }
+
+  clear(): void {
+    this.list = [];
+    this.dropped = 0;
+  }
+}
+
+/** One scheduler's state: the pending restart, its timer, and the last restart. */
+class Scheduler {
+  readonly #s: RestartSettings;
+  /** The longest any restart can be away: a clock that stepped back must not make it longer. */
+  readonly #longestWait: number;
+  readonly #reasons = new Reasons();
+  /** When the last restart ran (clock ms), if one has. */
+  last: number | undefined;
+  #timer: TimerHandle | undefined;
+  #dueAt = 0;
+  /** When the due restart started waiting for `pendingWork` (undefined: it is not waiting). */
+  #deferredSince: number | undefined;
+  /** The timer's callback, made once. */
+  readonly #onDue = () => this.#due();
+
+  constructor(settings: RestartSettings) {
+    this.#s = settings;
+    this.#longestWait = settings.maxDelayMs + settings.cooldownMs;
+  }
+
+  request(req: { delayMs?: number; reason?: string } = {}): RestartAttempt {
+    const { cooldownMs, maxDelayMs, clock } = this.#s;
+    const requested = req.delayMs ?? this.#s.defaultDelayMs;
+    if (typeof requested !== 'number' || Number.isNaN(requested)) {
+      throw new TypeError(`Portcullis: restart delayMs must be a number, got ${String(requested)}`);
+    }
+    if (req.reason !== undefined && typeof req.reason !== 'string') {
+      throw new TypeError(`Portcullis: restart reason must be a string, got ${typeof req.reason}`);
+    }
+    const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
+    const now = clock.now();
+    // State stamped in the future (the clock stepped back) is clamped to now: the cooldown never
+    // grows beyond cooldownMs and a pending restart is never reported further than it can be.
+    if (this.last !== undefined && this.last > now) this.last = now;
+    if (this.#timer !== undefined && this.#dueAt > now + this.#longestWait)
+      this.#dueAt = now + this.#longestWait;
+    const cooldownMsApplied =
+      this.last === undefined ? 0 : Math.max(0, this.last + cooldownMs - now);
+    const due = now + delay + cooldownMsApplied;
+    if (req.reason !== undefined) this.#reasons.keep(req.reason);
+    if (this.#timer !== undefined) {
+      // A restart waiting for work in flight is already due: nothing pulls it forward.
+      if (due < this.#dueAt && this.#deferredSince === undefined) this.#schedule(due, now);
+      return { coalesced: true, delayMs: Math.max(0, this.#dueAt - now), cooldownMsApplied };
+    }
+    this.#schedule(due, now);
+    return { coalesced: false, delayMs: due - now, cooldownMsApplied };
+  }
+
+  pending(): ReturnType<RestartScheduler['pending']> {
+    if (this.#timer === undefined) return undefined;
+    const reasons = [...this.#reasons.list];
+    if (this.#deferredSince !== undefined) return { dueInMs: 0, reasons, deferred: true };
+    return {
+      dueInMs: Math.min(this.#longestWait, Math.max(0, this.#dueAt - this.#s.clock.now())),
+      reasons,
+    };
+  }
+
+  close(): void {
+    if (this.#timer !== undefined) this.#s.timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#deferredSince = undefined;
+    this.#reasons.clear();
   }
 
   /** The timer of a due restart (or of a deferral's poll) ran: restart, unless work is in flight. */
-  function onDue(): void {
-    timer = undefined;
-    if (pendingWork !== undefined && waitForWork(pendingWork)) return;
-    deferredSince = undefined;
-    fire();
+  #due(): void {
+    this.#timer = undefined;
+    const { pendingWork } = this.#s;
+    if (pendingWork !== undefined && this.#waitForWork(pendingWork)) return;
+    this.#deferredSince = undefined;
+    this.#fire();
   }
 
   /** Asks `check` whether to wait; when so, schedules the next poll and answers true. */
-  function waitForWork(check: () => number): boolean {
+  #waitForWork(check: () => number): boolean {
+    const { clock, deferralTimeoutMs } = this.#s;
     const now = clock.now();
     // A clock that stepped back must not stretch the wait beyond deferralTimeoutMs.
-    if (deferredSince === undefined || deferredSince > now) deferredSince = now;
-    const waited = now - deferredSince;
+    if (this.#deferredSince === undefined || this.#deferredSince > now) this.#deferredSince = now;
+    const waited = now - this.#deferredSince;
     if (waited >= deferralTimeoutMs) {
       if (deferralTimeoutMs > 0)
-        logger?.warn(
+        this.#s.logger?.warn(
           { code: 'PORTCULLIS_RESTART_DEFERRAL_TIMEOUT', waitedMs: waited },
           `Portcullis: work still in flight after ${waited} ms; restarting anyway (deferralTimeoutMs)`,
         );
       return false;
     }
+    const work = this.#workOf(check);
+    if (work === undefined || work <= 0) return false;
+    const poll = Math.min(this.#s.deferralPollMs, deferralTimeoutMs - waited);
+    this.#timer = this.#s.timers.setTimeout(this.#onDue, poll);
+    return true;
+  }
+
+  /** What `check` says is in flight; undefined (restart now) when it throws or says no number. */
+  #workOf(check: () => number): number | undefined {
     let work: unknown;
     try {
       work = check();
     } catch (error) {
-      fail(error, 'Portcullis: pendingWork threw; restarting now');
-      return false;
+      this.#fail(error, 'Portcullis: pendingWork threw; restarting now');
+      return undefined;
     }
     if (typeof work !== 'number' || Number.isNaN(work)) {
-      fail(
+      this.#fail(
         new TypeError(`pendingWork must return a number, got ${String(work)}`),
         'Portcullis: pendingWork returned no number; restarting now',
       );
-      return false;
+      return undefined;
     }
-    if (work <= 0) return false;
-    timer = timers.setTimeout(onDue, Math.min(deferralPollMs, deferralTimeoutMs - waited));
-    return true;
+    return work;
   }
 
-  function fire(): void {
-    last = clock.now();
-    const event = { reasons, droppedReasons: dropped };
-    reasons = [];
-    dropped = 0;
+  #fire(): void {
+    this.last = this.#s.clock.now();
+    const event = this.#reasons.take();
     try {
-      const result = onRestart(event);
-      if (result && typeof result.then === 'function') result.then(undefined, fail);
+      const result = this.#s.onRestart(event);
+      if (result && typeof result.then === 'function') result.then(undefined, this.#failed);
     } catch (error) {
-      fail(error);
+      this.#fail(error);
     }
   }
 
-  function schedule(at: number, now: number): void {
-    if (timer !== undefined) timers.clearTimeout(timer);
-    dueAt = at;
-    timer = timers.setTimeout(onDue, at - now);
+  readonly #failed = (error: unknown) => this.#fail(error);
+
+  #fail(error: unknown, message = 'Portcullis: restart failed'): void {
+    const { logger } = this.#s;
+    if (logger) logger.error({ err: error }, message);
+    else process.emitWarning(`${message}: ${String(error)}`);
   }
 
-  return {
-    request(req = {}): RestartAttempt {
-      const requested = req.delayMs ?? defaultDelayMs;
-      if (typeof requested !== 'number' || Number.isNaN(requested)) {
-        throw new TypeError(
-          `Portcullis: restart delayMs must be a number, got ${String(requested)}`,
-        );
-      }
-      if (req.reason !== undefined && typeof req.reason !== 'string') {
-        throw new TypeError(
-          `Portcullis: restart reason must be a string, got ${typeof req.reason}`,
-        );
-      }
-      const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
-      const now = clock.now();
-      // State stamped in the future (the clock stepped back) is clamped to now: the cooldown never
-      // grows beyond cooldownMs and a pending restart is never reported further than it can be.
-      if (last !== undefined && last > now) last = now;
-      if (timer !== undefined && dueAt > now + longestWait) dueAt = now + longestWait;
-      const cooldownMsApplied = last === undefined ? 0 : Math.max(0, last + cooldownMs - now);
-      const due = now + delay + cooldownMsApplied;
-      if (req.reason !== undefined) keepReason(req.reason);
-      if (timer !== undefined) {
-        // A restart waiting for work in flight is already due: nothing pulls it forward.
-        if (due < dueAt && deferredSince === undefined) schedule(due, now);
-        return { coalesced: true, delayMs: Math.max(0, dueAt - now), cooldownMsApplied };
-      }
-      schedule(due, now);
-      return { coalesced: false, delayMs: due - now, cooldownMsApplied };
-    },
-    pending: () => {
-      if (timer === undefined) return undefined;
-      if (deferredSince !== undefined) return { dueInMs: 0, reasons: [...reasons], deferred: true };
-      return {
-        dueInMs: Math.min(longestWait, Math.max(0, dueAt - clock.now())),
-        reasons: [...reasons],
-      };
-    },
-    lastRestartAt: () => last,
-    close(): void {
-      if (timer !== undefined) timers.clearTimeout(timer);
-      timer = undefined;
-      deferredSince = undefined;
-      reasons = [];
-      dropped = 0;
-    },
-  };
+  #schedule(at: number, now: number): void {
+    const { timers } = this.#s;
+    if (this.#timer !== undefined) timers.clearTimeout(this.#timer);
+    this.#dueAt = at;
+    this.#timer = timers.setTimeout(this.#onDue, at - now);
+  }
 }

@@ -17,6 +17,7 @@ export {
   safeLogger,
 } from './safe-call.js';
 export { type WithoutUndefined, withoutUndefined } from './without-undefined.js';
+export { sessionCreationLimiterSpec } from './session-creation.js';
 export { timeStoreCall } from './events.js';
 export { byEnd } from './store.js';
 export { batchCalls, callStore } from './store-batch.js';

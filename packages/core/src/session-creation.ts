@@ -41,14 +41,18 @@ export interface SessionCreationLimiter {
   reset(): void;
 }
 
-const sessionSpec = {
+/**
+ * The checks of {@link createSessionCreationLimiter}'s options, for a wrapper that takes the same
+ * options and hands them on (`@portcullis/rpc`'s `withSessionCreationLimit`).
+ */
+export const sessionCreationLimiterSpec = Object.freeze({
   limit: integer(1),
   windowMs: duration(1),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,
   logger: withMethods<Logger>('warn', 'error'),
-};
+});
 
 /**
  * Creates the session-creation limiter (docs/design.md#session-creation): 120 new sessions per 10 s per instance by
@@ -58,7 +62,7 @@ const sessionSpec = {
 export function createSessionCreationLimiter(
   options?: SessionCreationLimiterOptions,
 ): SessionCreationLimiter {
-  const o = parseOptions(options, sessionSpec, 'createSessionCreationLimiter');
+  const o = parseOptions(options, sessionCreationLimiterSpec, 'createSessionCreationLimiter');
   const rule: WindowRule = {
     algorithm: 'fixed-window',
     limit: o.limit ?? 120,

@@ -399,7 +399,7 @@ describe('user callbacks that throw or reject never escape', () => {
     expect(logger.lines).toEqual([
       [
         'error',
-        { code: 'PORTCULLIS_CALLBACK_ERROR', callback: 'onLimited', err: boom },
+        { code: 'PORTCULLIS_HOOK_ERROR', hook: 'onLimited', err: boom },
         'Portcullis: withMethodQuotas: onLimited threw; the call went on without it',
       ],
     ]);
@@ -446,7 +446,7 @@ describe('user callbacks that throw or reject never escape', () => {
     await rejection(guarded('config.patch', {}, alice));
     expect(warn).toHaveBeenCalledWith(
       'Portcullis: withMethodQuotas: onLimited threw; the call went on without it: Error: no logger here',
-      { code: 'PORTCULLIS_CALLBACK_ERROR' },
+      { code: 'PORTCULLIS_HOOK_ERROR' },
     );
     warn.mockClear();
     const broken: Logger = {

@@ -1,34 +1,20 @@
-import {
-  type Clock,
-  createWindowLimiter,
-  type Decision,
-  type Logger,
-  type MaybePromise,
-  methodRateLimitedError,
-  PortcullisConfigError,
-  type Store,
-  storeUnavailableError,
-  type Timers,
-  type Warnings,
-  type WindowLimiter,
+import type {
+  Clock,
+  Decision,
+  Logger,
+  MaybePromise,
+  Store,
+  Timers,
+  Warnings,
+  WindowLimiter,
 } from '@portcullis/core';
-import { isPromise, parseOptions, warningsOption } from '@portcullis/core/adapter';
-import { callHook } from './callbacks.js';
-import { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
-import { callerKey, contextIdentity, joinKey, type MethodIdentity } from './identity.js';
+import { isPromise } from '@portcullis/core/adapter';
+import type { MethodRateLimitedError, PortcullisRpcError } from './errors.js';
+import { callerKey, joinKey, type MethodIdentity } from './identity.js';
 import { checkMethod, methodProblem } from './method-name.js';
-import { classifyMethods, methodList } from './patterns.js';
+import { setUpQuotas } from './quota-setup.js';
+import { quotaJudge } from './quota-verdict.js';
 import type { Dispatcher, Wrapped } from './types.js';
-import {
-  boolean,
-  checkDispatch,
-  either,
-  func,
-  integer,
-  nonEmptyString,
-  oneOf,
-  withMethods,
-} from './validate.js';
 
 /**
  * The control-plane write methods the gateway limits (docs/design.md#control-plane-quotas), the default of
@@ -157,29 +143,6 @@ export interface MethodQuotaDispatcher<Params = unknown, Ctx = unknown, Result =
   close(): MaybePromise<void>;
 }
 
-const WHERE = 'withMethodQuotas';
-
-/** Reasons a dry-run decision reports for a call that would have been refused. */
-const WOULD_REFUSE: ReadonlySet<string> = new Set(['limited', 'overflow', 'store-error']);
-
-const quotaSpec = {
-  methods: methodList,
-  limit: integer(1),
-  windowMs: integer(1),
-  identity: func<(ctx: unknown) => MaybePromise<MethodIdentity | undefined>>(),
-  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
-  maxPatternMethods: integer(1),
-  store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
-  maxEntries: integer(1),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  dryRun: boolean,
-  onLimited: func<(event: MethodLimitedEvent) => unknown>(),
-  logger: withMethods<Logger>('warn', 'error'),
-  name: nonEmptyString,
-  warnings: warningsOption,
-};
-
 /**
  * Wraps an RPC dispatcher with per-method quotas (docs/design.md#control-plane-quotas): each call of a limited method
  * spends one slot of the fixed-window bucket `method|deviceId|clientIp` (30 per 60 s by default,
@@ -199,103 +162,9 @@ export function withMethodQuotas<Params, Ctx, Result>(
   dispatch: Dispatcher<Params, Ctx, Result>,
   options?: MethodQuotaOptions<Params, Ctx>,
 ): MethodQuotaDispatcher<Params, Ctx, Result> {
-  checkDispatch(dispatch, WHERE);
-  const o = parseOptions(options, quotaSpec, WHERE);
-  if (o.store !== undefined && o.maxEntries !== undefined) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_MAX_ENTRIES',
-      'maxEntries',
-      `${WHERE}: maxEntries sizes the built-in store; set it on the store you pass instead`,
-    );
-  }
-  const limit = o.limit ?? 30;
-  const windowMs = o.windowMs ?? 60_000;
-  const quota = { limit, windowMs };
-  const ipv6Subnet = (o.ipv6Subnet ?? 64) as number | false;
-  const methods = o.methods ?? controlPlaneWriteMethods;
-  const classify = classifyMethods(methods);
-  const identity = (o.identity ?? contextIdentity) as (
-    ctx: Ctx,
-  ) => MaybePromise<MethodIdentity | undefined>;
-  const onLimited = o.onLimited as MethodQuotaOptions<Params, Ctx>['onLimited'];
-  // Core limiters wrap the logger themselves: a throwing logger never breaks a decision.
-  const logger = o.logger;
-  const name = o.name ?? 'control-plane';
-  /** Store, clock, timers, dry run and logger: the same for both limiters. */
-  const shared = {
-    algorithm: 'fixed-window' as const,
-    windowMs,
-    ...(o.store !== undefined && { store: o.store }),
-    ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-    ...(o.clock !== undefined && { clock: o.clock }),
-    ...(o.timers !== undefined && { timers: o.timers }),
-    ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-    ...(logger !== undefined && { logger }),
-    ...(o.warnings !== undefined && { warnings: o.warnings }),
-  };
-  const limiter = createWindowLimiter({ ...shared, limit, name });
-  /*
-   * New `.*` buckets per caller. A built-in store of its own (its keys can never meet a method
-   * key); in a shared store its namespace `<name>.new-methods:` differs from `<name>:`.
-   */
-  const patternQuota = { limit: o.maxPatternMethods ?? 16, windowMs };
-  const patternLimiter = methods.some((m) => m.endsWith('.*'))
-    ? createWindowLimiter({ ...shared, limit: patternQuota.limit, name: `${name}.new-methods` })
-    : undefined;
-
-  function refusal(
-    method: string,
-    key: string,
-    d: Decision,
-    q: { limit: number; windowMs: number },
-  ): PortcullisRpcError {
-    if (d.reason === 'store-error') return new PortcullisRpcError(storeUnavailableError());
-    // A dry-run decision reports retryAfterMs 0; what the caller would have waited is resetMs.
-    const retryAfterMs = d.dryRun === true ? d.resetMs : d.retryAfterMs;
-    return new MethodRateLimitedError(methodRateLimitedError(method, retryAfterMs, q), key, d);
-  }
-
-  /** The error to reject with, or undefined when the call goes ahead (dry run included). */
-  function verdict(
-    method: string,
-    params: Params,
-    ctx: Ctx,
-    key: string,
-    d: Decision,
-    q: { limit: number; windowMs: number },
-  ): PortcullisRpcError | undefined {
-    const dryRun = d.allowed && d.dryRun === true && WOULD_REFUSE.has(d.reason);
-    if (d.allowed && !dryRun) return undefined;
-    const error = refusal(method, key, d, q);
-    if (onLimited) {
-      const event = { method, params, ctx, key, decision: d, error, dryRun };
-      callHook(onLimited, event, o.logger, WHERE, 'onLimited');
-    }
-    return dryRun ? undefined : error;
-  }
-
-  /**
-   * For a `.*`-matched method: whether the caller may open a bucket for it. A method it already
-   * has a live bucket for costs nothing here; a new one spends one of `maxPatternMethods`.
-   */
-  function admitPatternMethod(
-    pl: WindowLimiter,
-    method: string,
-    params: Params,
-    ctx: Ctx,
-    key: string,
-    caller: string,
-  ): MaybePromise<PortcullisRpcError | undefined> {
-    const spend = (seen: Decision): MaybePromise<PortcullisRpcError | undefined> => {
-      if (seen.reason !== 'overflow' && seen.remaining < seen.limit) return undefined;
-      const budgetKey = `*|${caller}`;
-      const d = pl.consume(budgetKey);
-      const judge = (r: Decision) => verdict(method, params, ctx, budgetKey, r, patternQuota);
-      return isPromise(d) ? d.then(judge) : judge(d);
-    };
-    const seen = limiter.peek(key);
-    return isPromise(seen) ? seen.then(spend) : spend(seen);
-  }
+  const setup = setUpQuotas(dispatch, options, controlPlaneWriteMethods);
+  const { classify, identity, ipv6Subnet, limiter, patternLimiter, quota } = setup;
+  const { verdict, admitPatternMethod } = quotaJudge(setup);
 
   function keyOf(method: string, ctx: Ctx): MaybePromise<string> {
     checkMethod(method);

@@ -1,13 +1,17 @@
+import type { RestartAttempt, RestartScheduler } from '@portcullis/core';
 import {
-  PortcullisConfigError,
-  type RestartAttempt,
-  type RestartScheduler,
-} from '@portcullis/core';
-import { parseOptions } from '@portcullis/core/adapter';
+  integerOption,
+  methodsOption,
+  nonEmptyStringOption,
+  requiredOption,
+} from '@portcullis/core/adapter';
 import { PortcullisRpcError } from './errors.js';
-import { checkMethod, isControl } from './method-name.js';
+import { checkMethod } from './method-name.js';
+import { boundedRestarts, type RestartReasons } from './restart-reasons.js';
 import type { Dispatcher, Wrapped } from './types.js';
-import { checkDispatch, integer, nonEmptyString, withMethods } from './validate.js';
+import { wrapperOptions } from './wrapper-options.js';
+
+export { boundReason, DROPPED_REASONS_MARKER, type RestartReasons } from './restart-reasons.js';
 
 /** The params of `gateway.restart.request` (all optional). */
 export interface RestartRequestParams {
@@ -38,14 +42,6 @@ export interface RestartRequestOptions {
   maxReasons?: number;
 }
 
-/** The reasons this wrapper passed on for one restart, and how many it dropped. */
-export interface RestartReasons {
-  /** The distinct reasons passed to the scheduler, in arrival order (bounded, marker excluded). */
-  readonly reasons: readonly string[];
-  /** How many requests' new reasons were dropped because `maxReasons` were already kept. */
-  readonly dropped: number;
-}
-
 /** A dispatcher wrapped by {@link withRestartRequests}. */
 export interface RestartRequestDispatcher<Params = unknown, Ctx = unknown, Result = unknown> {
   /**
@@ -61,16 +57,13 @@ export interface RestartRequestDispatcher<Params = unknown, Ctx = unknown, Resul
   reasons(): RestartReasons;
 }
 
-/** The reason passed to the scheduler, once per pending restart, when reasons start being dropped. */
-export const DROPPED_REASONS_MARKER = '(further restart reasons dropped)';
-
 const WHERE = 'withRestartRequests';
 
 const restartSpec = {
-  scheduler: withMethods<RestartScheduler>('request'),
-  method: nonEmptyString,
-  maxReasonLength: integer(1, 65_536),
-  maxReasons: integer(1, 10_000),
+  scheduler: methodsOption<RestartScheduler>('request'),
+  method: nonEmptyStringOption,
+  maxReasonLength: integerOption(1, 65_536),
+  maxReasons: integerOption(1, 10_000),
 };
 
 function invalid(method: string, problem: string): PortcullisRpcError {
@@ -101,25 +94,6 @@ function restartParams(method: string, params: unknown): { delayMs?: number; rea
 }
 
 /**
- * A reason as it is kept: at most `max` code units (a cut one ends in `…`, never in half a surrogate
- * pair), control characters and line separators turned into spaces. Built character by character,
- * so the result is a fresh string that does not keep the (possibly huge) wire string alive.
- */
-export function boundReason(reason: string, max: number): string {
-  const cut = reason.length > max;
-  let end = cut ? max - 1 : reason.length;
-  const last = reason.charCodeAt(end - 1);
-  if (cut && end > 0 && last >= 0xd800 && last <= 0xdbff) end--;
-  const out: string[] = [];
-  for (let i = 0; i < end; i++) {
-    const code = reason.charCodeAt(i);
-    out.push(isControl(code) ? ' ' : String.fromCharCode(code));
-  }
-  if (cut) out.push('…');
-  return out.join('');
-}
-
-/**
  * Answers `gateway.restart.request` from core's restart scheduler (docs/design.md#restart-cooldown) and passes every
  * other method to `dispatch`. The answer is the scheduler's `{ coalesced, delayMs,
  * cooldownMsApplied }`: requests coalesce, restarts stay `cooldownMs` apart, a request during the
@@ -138,70 +112,15 @@ export function withRestartRequests<Params, Ctx, Result>(
   dispatch: Dispatcher<Params, Ctx, Result>,
   options: RestartRequestOptions,
 ): RestartRequestDispatcher<Params, Ctx, Result> {
-  checkDispatch(dispatch, WHERE);
-  const o = parseOptions(options, restartSpec, WHERE);
-  if (o.scheduler === undefined) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_SCHEDULER',
-      'scheduler',
-      `${WHERE}: option "scheduler" is required (a restart scheduler from createRestartScheduler)`,
-    );
-  }
-  const scheduler: RestartScheduler = o.scheduler;
+  const o = wrapperOptions(dispatch, options, restartSpec, WHERE);
+  const scheduler = requiredOption(
+    o.scheduler,
+    'scheduler',
+    'a restart scheduler from createRestartScheduler',
+    WHERE,
+  );
   const restartMethod = o.method ?? 'gateway.restart.request';
-  const maxReasonLength = o.maxReasonLength ?? 256;
-  const maxReasons = o.maxReasons ?? 16;
-
-  // The reasons of the current cycle (one pending restart), as passed to the scheduler. Core's
-  // scheduler stores every reason it is given until the restart runs: bounding them is done here.
-  let kept = new Set<string>();
-  let dropped = 0;
-  const lastRestartAt = () =>
-    typeof scheduler.lastRestartAt === 'function' ? scheduler.lastRestartAt() : undefined;
-  let lastRestart = lastRestartAt();
-
-  /** Whether the scheduler has no restart pending, or ran one since the last request. */
-  function cycleEnded(): boolean {
-    const last = lastRestartAt();
-    const ran = last !== lastRestart;
-    lastRestart = last;
-    return ran || (typeof scheduler.pending === 'function' && scheduler.pending() === undefined);
-  }
-
-  function request(method: string, params: unknown): RestartAttempt {
-    const { delayMs, reason: raw } = restartParams(method, params);
-    if (cycleEnded()) {
-      kept = new Set();
-      dropped = 0;
-    }
-    const reason = raw === undefined ? undefined : boundReason(raw, maxReasonLength);
-    // 'keep': a new reason with room left; 'drop': a new reason past maxReasons; else a repeat.
-    const fate =
-      reason === undefined || kept.has(reason)
-        ? 'repeat'
-        : kept.size < maxReasons
-          ? 'keep'
-          : 'drop';
-    const forward =
-      fate === 'keep'
-        ? reason
-        : fate === 'drop' && dropped === 0
-          ? DROPPED_REASONS_MARKER
-          : undefined;
-    const answer = scheduler.request({
-      ...(delayMs !== undefined && { delayMs }),
-      ...(forward !== undefined && { reason: forward }),
-    });
-    if (answer.coalesced === false) {
-      // This request opened the pending restart. (Already known from pending() with core's
-      // scheduler; a scheduler without it shows the new cycle only now.)
-      kept = new Set();
-      dropped = 0;
-    }
-    if (fate === 'keep') kept.add(reason as string);
-    else if (fate === 'drop') dropped++;
-    return answer;
-  }
+  const restarts = boundedRestarts(scheduler, o.maxReasonLength ?? 256, o.maxReasons ?? 16);
 
   const guarded = async function restartRequestDispatch(
     method: string,
@@ -210,10 +129,8 @@ export function withRestartRequests<Params, Ctx, Result>(
   ): Promise<Awaited<Result> | RestartAttempt> {
     checkMethod(method);
     if (method !== restartMethod) return dispatch(method, params, ctx) as Awaited<Result>;
-    return request(method, params);
+    return restarts.request(restartParams(method, params));
   };
 
-  return Object.assign(guarded, {
-    reasons: (): RestartReasons => ({ reasons: [...kept], dropped }),
-  });
+  return Object.assign(guarded, { reasons: restarts.reasons });
 }

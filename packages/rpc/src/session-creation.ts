@@ -1,21 +1,31 @@
 import {
-  type Clock,
   createSessionCreationLimiter,
-  type Logger,
   type SessionCreationLimiter,
-  type Timers,
+  type SessionCreationLimiterOptions,
 } from '@portcullis/core';
-import { exclusiveLimiter, isPromise, parseOptions } from '@portcullis/core/adapter';
+import {
+  exclusiveLimiter,
+  functionOption,
+  integerOption,
+  isPromise,
+  methodsOption,
+  sessionCreationLimiterSpec,
+  withoutUndefined,
+} from '@portcullis/core/adapter';
 import { checkMethod } from './method-name.js';
 import { compileMethodPatterns, methodList } from './patterns.js';
 import type { Dispatcher, Wrapped } from './types.js';
-import { boolean, checkDispatch, func, integer, withMethods } from './validate.js';
+import { wrapperOptions } from './wrapper-options.js';
 
 /** The ACP methods that open a session, the default of `withSessionCreationLimit`'s `methods`. */
 export const sessionOpeningMethods = Object.freeze(['session/new', 'session/load'] as const);
 
-/** Options of {@link withSessionCreationLimit}. All optional. */
-export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown> {
+/**
+ * Options of {@link withSessionCreationLimit}. All optional. Those it shares with core's limiter
+ * (`limit`, `windowMs`, `clock`, `timers`, `dryRun`, `logger`) configure the limiter created here.
+ */
+export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown>
+  extends SessionCreationLimiterOptions {
   /** Methods that open a session (exact names or `namespace.*`). @default sessionOpeningMethods */
   methods?: readonly string[];
   /**
@@ -24,20 +34,11 @@ export interface SessionCreationLimitOptions<Params = unknown, Ctx = unknown> {
    * @default every call of a listed method creates a session
    */
   isKnown?: (params: Params, ctx: Ctx, method: string) => boolean | Promise<boolean>;
-  /** The limiter to charge. Not together with `limit`, `windowMs`, `clock`. @default a new one */
+  /**
+   * The limiter to charge. Not together with the limiter's own options (`limit`, `windowMs`,
+   * `clock`, `timers`, `dryRun`, `logger`). @default a new one
+   */
   limiter?: SessionCreationLimiter;
-  /** New sessions per window of the limiter created here. @default 120 */
-  limit?: number;
-  /** Window of the limiter created here. @default 10_000 */
-  windowMs?: number;
-  /** Time source of the limiter created here. @default systemClock */
-  clock?: Clock;
-  /** Timers of the limiter created here (it sets none; accepted like every limiter's). */
-  timers?: Timers;
-  /** Never refuse; log what would have been refused. @default false */
-  dryRun?: boolean;
-  /** Receives the dry-run warnings. A logger that throws is caught (then a process warning). */
-  logger?: Logger;
 }
 
 /** A dispatcher wrapped by {@link withSessionCreationLimit}. */
@@ -55,16 +56,16 @@ export interface SessionCreationDispatcher<Params = unknown, Ctx = unknown, Resu
 
 const WHERE = 'withSessionCreationLimit';
 
+/** The limiter's own options: given with `limiter`, they would be silently ignored. */
+const LIMITER_OPTIONS = Object.keys(sessionCreationLimiterSpec);
+
 const sessionSpec = {
   methods: methodList,
-  isKnown: func<(params: unknown, ctx: unknown, method: string) => boolean | Promise<boolean>>(),
-  limiter: withMethods<SessionCreationLimiter>('consume'),
-  limit: integer(1),
-  windowMs: integer(1),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  dryRun: boolean,
-  logger: withMethods<Logger>('warn', 'error'),
+  isKnown: functionOption,
+  limiter: methodsOption<SessionCreationLimiter>('consume'),
+  ...sessionCreationLimiterSpec,
+  // Only an integer here: a span core refuses is refused by the limiter, under its own name.
+  windowMs: integerOption(1),
 };
 
 /**
@@ -85,19 +86,14 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
   dispatch: Dispatcher<Params, Ctx, Result>,
   options?: SessionCreationLimitOptions<Params, Ctx>,
 ): SessionCreationDispatcher<Params, Ctx, Result> {
-  checkDispatch(dispatch, WHERE);
-  const o = parseOptions(options, sessionSpec, WHERE);
-  exclusiveLimiter(o, ['limit', 'windowMs', 'clock', 'timers', 'dryRun', 'logger'], WHERE);
+  const o = wrapperOptions(dispatch, options, sessionSpec, WHERE);
+  exclusiveLimiter(o, LIMITER_OPTIONS, WHERE);
+  const { limit, windowMs, clock, timers, dryRun, logger } = o;
   const limiter =
     o.limiter ??
-    createSessionCreationLimiter({
-      ...(o.limit !== undefined && { limit: o.limit }),
-      ...(o.windowMs !== undefined && { windowMs: o.windowMs }),
-      ...(o.clock !== undefined && { clock: o.clock }),
-      ...(o.timers !== undefined && { timers: o.timers }),
-      ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-      ...(o.logger !== undefined && { logger: o.logger }),
-    });
+    createSessionCreationLimiter(
+      withoutUndefined({ limit, windowMs, clock, timers, dryRun, logger }),
+    );
   const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
   const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];
 

@@ -538,5 +538,30 @@ describe('guardUpgrade: user hooks that fail', () => {
       ['refused hook rejected', 'Portcullis guardUpgrade: onRefused threw or rejected'],
       ['authenticated hook threw', 'Portcullis guardUpgrade: onAuthenticated threw or rejected'],
     ]);
+    // One code for every failed hook, in every package; the hook is named.
+    expect(vi.mocked(logger.error).mock.calls.map((c) => c[0])).toEqual([
+      expect.objectContaining({ code: 'PORTCULLIS_HOOK_ERROR', hook: 'onRefused' }),
+      expect.objectContaining({ code: 'PORTCULLIS_HOOK_ERROR', hook: 'onRefused' }),
+      expect.objectContaining({ code: 'PORTCULLIS_HOOK_ERROR', hook: 'onAuthenticated' }),
+    ]);
+  });
+
+  it('without a logger a failed hook is a process warning with the hook-error code', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const g = await start({
+        onRefused: () => {
+          throw new Error('refused hook threw');
+        },
+      });
+      expect((await upgradeWithToken(g.port, 'wrong')).status).toBe(401);
+      await settle();
+      expect(warn).toHaveBeenCalledWith(
+        'Portcullis guardUpgrade: onRefused threw or rejected: Error: refused hook threw',
+        { code: 'PORTCULLIS_HOOK_ERROR' },
+      );
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

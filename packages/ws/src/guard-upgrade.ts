@@ -11,6 +11,7 @@ import {
   type HttpAnswer,
   isPromise,
   functionOption,
+  reportHookError,
   safeLogger,
 } from '@portcullis/core/adapter';
 import { refuseSocket } from './raw-response.js';
@@ -170,6 +171,7 @@ export function guardUpgrade<Ws>(
   const { onAuthenticated, onRefused } = options;
   const logger = safeLogger(options.logger);
 
+  /** The guard's own failures (`verify`, routing, closing); a failed hook is a hook error. */
   function report(error: unknown, message: string): void {
     if (logger) logger.error({ code: 'PORTCULLIS_UPGRADE_ERROR', err: error }, message);
     else
@@ -181,10 +183,14 @@ export function guardUpgrade<Ws>(
 
   const failed = (error: unknown): Verdict => ({ kind: 'error', error });
   // A hook runs after the answer is written: its failure is reported, never a crash.
-  const refusedHookFailed = (error: unknown) =>
-    report(error, 'Portcullis guardUpgrade: onRefused threw or rejected');
-  const authenticatedHookFailed = (error: unknown) =>
-    report(error, 'Portcullis guardUpgrade: onAuthenticated threw or rejected');
+  const hookFailed = (hook: 'onRefused' | 'onAuthenticated') => (err: unknown) =>
+    reportHookError(
+      options.logger,
+      { hook, err },
+      `Portcullis guardUpgrade: ${hook} threw or rejected`,
+    );
+  const refusedHookFailed = hookFailed('onRefused');
+  const authenticatedHookFailed = hookFailed('onAuthenticated');
 
   function afterRouting(handles: boolean, req: IncomingMessage): MaybePromise<Verdict> {
     if (!handles) return ELSEWHERE;

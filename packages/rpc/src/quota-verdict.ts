@@ -53,14 +53,7 @@ export function quotaJudge<Params, Ctx>(setup: QuotaSetup<Params, Ctx>): QuotaJu
   const hookFailed = (err: unknown) =>
     reportHookError(logger, { hook: 'onLimited', err }, HOOK_FAILED);
 
-  function verdict(
-    method: string,
-    params: Params,
-    ctx: Ctx,
-    key: string,
-    d: Decision,
-    q: Quota,
-  ): PortcullisRpcError | undefined {
+  const verdict: QuotaJudge<Params, Ctx>['verdict'] = (method, params, ctx, key, d, q) => {
     const dryRun = d.allowed && d.dryRun === true && WOULD_REFUSE.has(d.reason);
     if (d.allowed && !dryRun) return undefined;
     const error = refusal(method, key, d, q);
@@ -69,16 +62,16 @@ export function quotaJudge<Params, Ctx>(setup: QuotaSetup<Params, Ctx>): QuotaJu
       callSafely(onLimited, [event], hookFailed);
     }
     return dryRun ? undefined : error;
-  }
+  };
 
-  function admitPatternMethod(
-    pl: WindowLimiter,
-    method: string,
-    params: Params,
-    ctx: Ctx,
-    key: string,
-    caller: string,
-  ): MaybePromise<PortcullisRpcError | undefined> {
+  const admitPatternMethod: QuotaJudge<Params, Ctx>['admitPatternMethod'] = (
+    pl,
+    method,
+    params,
+    ctx,
+    key,
+    caller,
+  ) => {
     const spend = (seen: Decision): MaybePromise<PortcullisRpcError | undefined> => {
       if (seen.reason !== 'overflow' && seen.remaining < seen.limit) return undefined;
       const budgetKey = `*|${caller}`;
@@ -88,7 +81,7 @@ export function quotaJudge<Params, Ctx>(setup: QuotaSetup<Params, Ctx>): QuotaJu
     };
     const seen = limiter.peek(key);
     return isPromise(seen) ? seen.then(spend) : spend(seen);
-  }
+  };
 
   return { verdict, admitPatternMethod };
 }

@@ -220,9 +220,7 @@ export class SlotPool {
 
   /** Whether a new key could be held now, evicting nothing. */
   hasRoom(now: number): boolean {
-    if (this.#count < this.#max) return true;
-    if (now >= this.#expiryHint) this.sweep(now);
-    if (this.#count < this.#max) return true;
+    if (!this.#full(now)) return true;
     if (this.#saturatedUntil > now) return false;
     let soonest = Number.POSITIVE_INFINITY;
     for (let slot = this.#oldest; slot !== undefined; slot = slot.newer) {
@@ -236,11 +234,7 @@ export class SlotPool {
 
   /** Makes room for one new key, or reports that every key is protected. */
   admit(now: number): boolean {
-    if (this.#count < this.#max) return true;
-    // A full sweep pays only if something has expired. After one the hint is the earliest expiry
-    // left, later than now, so this runs at most once per clock millisecond.
-    if (now >= this.#expiryHint) this.sweep(now);
-    if (this.#count < this.#max) return true;
+    if (!this.#full(now)) return true;
     if (this.#saturatedUntil > now) return false;
     let soonest = Number.POSITIVE_INFINITY;
     let budget = this.#count;
@@ -292,6 +286,15 @@ export class SlotPool {
     this.#oldest = undefined;
     this.#newest = undefined;
     this.#free = undefined;
+  }
+
+  /** Whether every place is taken at `now`, once the expired keys are gone. */
+  #full(now: number): boolean {
+    if (this.#count < this.#max) return false;
+    // A full sweep pays only if something has expired. After one the hint is the earliest expiry
+    // left, later than now, so this runs at most once per clock millisecond.
+    if (now >= this.#expiryHint) this.sweep(now);
+    return this.#count >= this.#max;
   }
 
   #unlink(slot: Slot): void {

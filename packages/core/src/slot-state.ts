@@ -129,14 +129,7 @@ export function restampSlot(
       expiresAt = failureExpiresAt(slot, after as FailureRule);
     }
   }
-  if (expiresAt <= now) {
-    pool.drop(slot);
-    return;
-  }
-  slot.expiresAt = expiresAt;
-  slot.protectedUntil = protectedUntil > now ? protectedUntil : 0;
-  slot.rule = after;
-  pool.expiresAt(expiresAt);
+  putState(pool, slot, slot, now, expiresAt, protectedUntil, after);
 }
 
 /** Records a live slot's new state, or forgets the slot when the state equals an absent one. */

@@ -227,9 +227,8 @@ export function failureSuccess(
   rule: FailureRule,
   key: string,
 ): Decision {
-  return state !== undefined && state.lockedUntil !== 0
-    ? locked(state, now, rule, key)
-    : decision(true, 'allowed', rule.maxAttempts, rule.maxAttempts, 0, 0, key);
+  // Unlocked, the history goes: the answer is a check's of a key that holds nothing.
+  return failureCheck(state?.lockedUntil === 0 ? undefined : state, now, rule, key);
 }
 
 /** When a rolled state becomes worthless. */

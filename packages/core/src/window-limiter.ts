@@ -209,15 +209,8 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
       rule = nextRule(before, p);
       dryRun = p.dryRun ?? dryRun;
       // Counts are kept: the next call reads them under the new rule, and the store re-stamps
-      // their expiry under it (a widened window keeps an untouched count past its old end). A
-      // changed algorithm starts each key afresh, because one algorithm's state means nothing to
-      // another.
-      if (
-        before.algorithm !== rule.algorithm ||
-        before.limit !== rule.limit ||
-        before.windowMs !== rule.windowMs
-      )
-        restampStore(store, namespace, before, rule, logger);
+      // their expiry under it (a widened window keeps an untouched count past its old end).
+      if (!sameRule(before, rule)) restampStore(store, namespace, before, rule, logger);
     },
     get rule() {
       return rule;
@@ -273,6 +266,14 @@ function nextRule(before: WindowRule, p: WindowLimiterReconfig): WindowRule {
   });
   checkLimitSpan(next.limit, next.windowMs, 'reconfigure');
   return next;
+}
+
+/**
+ * Whether two rules read a key's state alike. A changed algorithm starts each key afresh when
+ * re-stamped, because one algorithm's state means nothing to another.
+ */
+function sameRule(a: WindowRule, b: WindowRule): boolean {
+  return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs;
 }
 
 /** A key as the store holds it: a long or non-string key is bounded (hashed), as in every limiter. */

@@ -72,7 +72,9 @@ export class FailureKeys {
     };
   }
 
-  /** The table of `scope` in a private memory store (undefined: key by {@link storeKey}). */
+  /** The table of `scope` in a private memory store (undefined: key by {@link storeKey}).
+   * @internal
+   */
   tableOf(scope: string): FailureTable | undefined {
     if (this.#memory === undefined) return undefined;
     if (scope !== this.#lastScope) {

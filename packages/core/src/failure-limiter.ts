@@ -158,7 +158,7 @@ export interface FailureLimiter<D extends MaybePromise<Decision> = MaybePromise<
   watchLockouts(listener: (started: StartedLockout) => void): () => void;
 }
 
-/** A lockout a limiter started, as {@link FailureLimiter.watchLockouts} reports it. @internal */
+/** A lockout a limiter started, as {@link FailureLimiter.watchLockouts} reports it. */
 export interface StartedLockout {
   readonly layer: AuthLayer;
   readonly scope: string;

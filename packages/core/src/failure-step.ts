@@ -20,7 +20,7 @@ export function stepsThrough(limiter: FailureLimiter, keys: FailureKeys): void {
  * `limiter`'s `op` for `subject` as a step of a gate's batch (store-batch.ts): a limiter made here
  * gives its store call, to be made together with the other limiters' on the same store; any other
  * limiter (one a caller built by hand) is simply called.
- * @internal for the auth gate
+ * For the auth gate (not exported from the package).
  */
 export function limiterStep(
   limiter: FailureLimiter,

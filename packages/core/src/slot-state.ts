@@ -29,6 +29,7 @@ import type { FailureRule, WindowRule } from './store.js';
 /**
  * Clamps a live slot's state stamped in the future (the clock stepped back) and, when that
  * changed anything, its expiry and protection. The slot's kind must match `rule`.
+ * @internal
  */
 export function clampSlot(
   pool: SlotPool,
@@ -72,6 +73,7 @@ export function clampSlot(
  * Re-stamps a slot's expiry and protection under `after`, a limiter having been reconfigured from
  * `before` (see `MemoryStore.restamp`): what has ended goes, failures expired under `before` are
  * forgotten; counts, starts and lockouts are kept.
+ * @internal
  */
 export function restampSlot(
   pool: SlotPool,
@@ -132,7 +134,9 @@ export function restampSlot(
   putState(pool, slot, slot, now, expiresAt, protectedUntil, after);
 }
 
-/** Records a live slot's new state, or forgets the slot when the state equals an absent one. */
+/** Records a live slot's new state, or forgets the slot when the state equals an absent one.
+ * @internal
+ */
 export function putState(
   pool: SlotPool,
   slot: Slot,
@@ -156,7 +160,9 @@ export function putState(
   pool.expiresAt(expiresAt);
 }
 
-/** The answer for a new key when every key held is protected: refused for as long as that lasts. */
+/** The answer for a new key when every key held is protected: refused for as long as that lasts.
+ * @internal
+ */
 export function overflowDecision(
   pool: SlotPool,
   key: string,

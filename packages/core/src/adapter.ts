@@ -30,8 +30,8 @@ export {
   retryAfterSeconds,
 } from './error-shapes.js';
 export type { GateResult, HttpAnswer, RefusalReason } from './http/answer.js';
+export type { AdapterOptionSpec } from './http/gate-options.js';
 export {
-  type AdapterOptionSpec,
   type AuthGate,
   type AuthGateOptions,
   type AuthGuardOptions,

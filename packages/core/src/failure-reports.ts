@@ -2,7 +2,7 @@ import { asDryRun, type Decision, withKey } from './decision.js';
 import { channels, publishDecided, publishDecision } from './events.js';
 import type { AuthLayer, StartedLockout } from './failure-limiter.js';
 import type { FailureSetup } from './failure-options.js';
-import { callSafely } from './safe-call.js';
+import { callSafely, reportHookError } from './safe-call.js';
 
 /**
  * What a failure limiter tells the world about its decisions: the logger's warnings, the
@@ -118,14 +118,10 @@ export class FailureReports {
       callSafely(
         listener,
         [{ layer, scope, key, lockoutMs, retryAfterMs: d.retryAfterMs }],
-        (error) =>
-          this.#setup.logger?.error(
-            {
-              code: 'PORTCULLIS_HOOK_ERROR',
-              hook: 'onLockout',
-              limiter: this.#setup.config.name,
-              error,
-            },
+        (err) =>
+          reportHookError(
+            this.#setup.logger,
+            { hook: 'onLockout', limiter: this.#setup.config.name, err },
             'Portcullis: onLockout threw; the lockout stands',
           ),
       );

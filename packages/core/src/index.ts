@@ -78,5 +78,5 @@ export type {
   PairLimitOptions,
   ScopeBudgetOptions,
   SprayLimitOptions,
-} from './http/auth-layers.js';
+} from './http/auth-layer-options.js';
 export type { WarningCode, Warnings } from './warnings.js';

@@ -8,7 +8,7 @@ import type { Store } from '../store.js';
 import { manualClock } from '../testing/manual-clock.js';
 import type { GateResult } from './answer.js';
 import { type AuthGateOptions, type AuthOutcome, createAuthGate } from './auth-gate.js';
-import type { LockoutEvent } from './auth-layers.js';
+import type { LockoutEvent } from './auth-layer-options.js';
 
 const raw = (ip: string, headers: Record<string, string> = {}): RawRequest => ({
   socket: { remoteAddress: ip },

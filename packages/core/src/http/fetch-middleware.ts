@@ -3,7 +3,7 @@ import type { Decision } from '../decision.js';
 import { func } from '../options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { HttpAnswer } from './answer.js';
-import type { AdapterOptionSpec } from './auth-gate.js';
+import type { AdapterOptionSpec } from './gate-options.js';
 import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
 import { knownOutcome, outcomeOnce } from './fetch.js';
 import { controlsOf, type GuardGate, guardMiddleware, named } from './middleware.js';

@@ -3,7 +3,8 @@ import type { Decision } from '../decision.js';
 import { func } from '../options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { GateResult, HttpAnswer } from './answer.js';
-import type { AdapterOptionSpec, AuthGate } from './auth-gate.js';
+import type { AuthGate } from './auth-gate.js';
+import type { AdapterOptionSpec } from './gate-options.js';
 import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
 import type { RawResponse, RequestGate, RequestGateOptions } from './request-gate.js';
 

@@ -28,7 +28,7 @@ import {
 } from '../window-limiter.js';
 import type { Warnings } from '../warnings.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
-import { type AdapterOptionSpec, clientOptionSpec } from './auth-gate.js';
+import { type AdapterOptionSpec, clientOptionSpec } from './gate-options.js';
 import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 

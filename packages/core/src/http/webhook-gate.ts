@@ -1,10 +1,7 @@
-import { createClientResolver, type RawRequest } from '../client.js';
-import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
-import type { Decision } from '../decision.js';
-import { retryAfterSeconds } from '../error-shapes.js';
+import type { RawRequest } from '../client.js';
+import { type MaybePromise, mapMaybe } from '../promise.js';
 import type { Logger } from '../events.js';
 import {
-  createFailureLimiter,
   type FailureLimiter,
   type FailureLimiterOptions,
   type FailureLimiterReconfig,
@@ -14,7 +11,7 @@ import {
 import { func, parseOptions, required } from '../options.js';
 import { presets } from '../presets.js';
 import type { Warnings } from '../warnings.js';
-import { type GateResult, textAnswer } from './answer.js';
+import type { GateResult } from './answer.js';
 import {
   type AdapterOptionSpec,
   type AuthOutcome,
@@ -23,7 +20,10 @@ import {
   clientOptionSpec,
   flatLimiterOptions,
   flatLimiterSpec,
-} from './auth-gate.js';
+  gateLimiter,
+  gateResolver,
+} from './gate-options.js';
+import { webhookRefusals } from './refusals.js';
 
 // Webhook senders are servers and never loopback-exempt: an `exemptLoopback` would be ignored.
 const { exemptLoopback: _neverExempt, ...webhookLimiterSpec } = flatLimiterSpec;
@@ -90,39 +90,9 @@ export function createWebhookGate<Req>(
   const verify = required(o.verify, 'verify', 'a function', where) as (
     req: Req,
   ) => MaybePromise<AuthOutcome>;
-  const limiter =
-    o.limiter ??
-    createFailureLimiter({
-      ...presets.webhookAuth,
-      name: 'webhook',
-      ...(o.logger !== undefined && { logger: o.logger }),
-      ...(o.warnings !== undefined && { warnings: o.warnings }),
-      ...own,
-    });
-  const resolve = createClientResolver({
-    ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
-    ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
-    ...(o.logger !== undefined && { logger: o.logger }),
-    ...(o.warnings !== undefined && { warnings: o.warnings }),
-  });
-  const unauthorized = textAnswer(401, 'Unauthorized');
-  const unavailable = textAnswer(503, 'Service Unavailable');
-
-  function refuse(d: Decision): GateResult {
-    if (d.reason === 'store-error') {
-      return {
-        ok: false,
-        reason: 'unavailable',
-        decision: d,
-        answer: unavailable,
-        error: undefined,
-      };
-    }
-    const answer = textAnswer(429, 'Too Many Requests', {
-      'Retry-After': String(retryAfterSeconds(d.retryAfterMs)),
-    });
-    return { ok: false, reason: 'rate_limited', decision: d, answer, error: undefined };
-  }
+  const limiter = o.limiter ?? gateLimiter({ ...presets.webhookAuth, name: 'webhook' }, o, own);
+  const resolve = gateResolver(o);
+  const r = webhookRefusals();
 
   function decide(raw: RawRequest, outcome: AuthOutcome): MaybePromise<GateResult> {
     // Webhook senders are servers: keyed by client IP, never exempt, Origin irrelevant.
@@ -136,19 +106,16 @@ export function createWebhookGate<Req>(
     // The failure path (docs/design.md#failure-limiter): a locked-out sender is refused uncounted; otherwise the
     // failure is counted and answered 401, even the one that starts the lockout.
     return mapMaybe(limiter.check(subject), (before) => {
-      if (!before.allowed) return refuse(before);
+      if (!before.allowed) return r.refuse(before);
       return mapMaybe(limiter.recordFailure(subject), (after) =>
-        refusedUncounted(after)
-          ? refuse(after)
-          : { ok: false, reason: found, decision: after, answer: unauthorized, error: undefined },
+        refusedUncounted(after) ? r.refuse(after) : r.failed(after, found),
       );
     });
   }
 
   return {
     run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
-      const outcome = verify(req);
-      return isPromise(outcome) ? outcome.then((v) => decide(raw, v)) : decide(raw, outcome);
+      return mapMaybe(verify(req), (v) => decide(raw, v));
     },
     limiter,
     reconfigure: (partial: FailureLimiterReconfig) => limiter.reconfigure(partial),

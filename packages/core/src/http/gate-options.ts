@@ -1,0 +1,112 @@
+import { createClientResolver, parseTrustedProxies, type ClientResolver } from '../client.js';
+import type { Logger } from '../events.js';
+import {
+  createFailureLimiter,
+  type FailureLimiter,
+  type FailureLimiterOptions,
+  failureLimiterSpec,
+} from '../failure-limiter.js';
+import { boolean, exclusiveLimiter, hiddenOption, withMethods } from '../options.js';
+import { isPromise, type MaybePromise } from '../promise.js';
+import { type Warnings, warningsOption } from '../warnings.js';
+import { withoutUndefined } from '../without-undefined.js';
+
+/** What a credential check found. */
+export type AuthOutcome = 'ok' | 'invalid' | 'missing';
+
+/** Options every gate shares with {@link createClientResolver}. */
+export const clientOptionSpec = {
+  trustedProxies: (value: unknown, fail: (expected: string) => never) => {
+    parseTrustedProxies(value, fail);
+    return value as readonly string[];
+  },
+  allowRealIpFallback: boolean,
+  logger: withMethods<Logger>('warn', 'error'),
+  warnings: warningsOption,
+};
+
+/** The client options of a gate, as parsed (each given or undefined). */
+export interface GateClientOptions {
+  readonly trustedProxies?: readonly string[] | undefined;
+  readonly allowRealIpFallback?: boolean | undefined;
+  readonly logger?: Logger | undefined;
+  readonly warnings?: Warnings | undefined;
+}
+
+/** The one client resolver of a gate, from its client options. */
+export function gateResolver(o: GateClientOptions): ClientResolver {
+  return createClientResolver(
+    withoutUndefined({
+      trustedProxies: o.trustedProxies,
+      allowRealIpFallback: o.allowRealIpFallback,
+      logger: o.logger,
+      warnings: o.warnings,
+    }),
+  );
+}
+
+/**
+ * The failure limiter a gate builds when none is given: `defaults` (a preset), then the gate's
+ * logger and warnings (so its lockout warnings reach the gate's logger), then the flat options.
+ */
+export function gateLimiter(
+  defaults: FailureLimiterOptions,
+  o: GateClientOptions,
+  own: FailureLimiterOptions,
+): FailureLimiter {
+  return createFailureLimiter({
+    ...defaults,
+    ...withoutUndefined({ logger: o.logger, warnings: o.warnings }),
+    ...own,
+  });
+}
+
+/** Extra option names an adapter may accept on top of a gate's (its own translation options). */
+export type AdapterOptionSpec = Record<
+  string,
+  (value: unknown, fail: (expected: string) => never) => unknown
+>;
+
+/** The failure-limiter options a gate takes flat, beside its own (the gate's `logger` is shared). */
+const {
+  logger: _sharedLogger,
+  warnings: _sharedWarnings,
+  ...limiterOptionSpec
+} = failureLimiterSpec;
+export const flatLimiterSpec = {
+  ...limiterOptionSpec,
+  options: hiddenOption((_value: unknown, fail: (expected: string) => never): never =>
+    fail(
+      'flat: the failure-limiter options go beside the others since 1.0 (authGuard({ verify, maxAttempts: 5, lockoutMs: 600_000 })), not under "options"',
+    ),
+  ),
+};
+
+/**
+ * The failure-limiter options among a gate's parsed options. With `limiter` given there must be
+ * none: they would be silently ignored.
+ */
+export function flatLimiterOptions(
+  o: Record<string, unknown> & { limiter?: unknown },
+  where: string,
+): FailureLimiterOptions {
+  const names = Object.keys(limiterOptionSpec);
+  exclusiveLimiter(o, names, where);
+  const out: Record<string, unknown> = {};
+  for (const name of names) if (o[name] !== undefined) out[name] = o[name];
+  return out as FailureLimiterOptions;
+}
+
+/** Closes `limiters`, synchronously when every one closes so. */
+export function closeAll(limiters: readonly { close(): MaybePromise<void> }[]): MaybePromise<void> {
+  const closing = limiters.map((limiter) => limiter.close());
+  return closing.some(isPromise) ? Promise.all(closing).then(() => undefined) : undefined;
+}
+
+/** Validates what `verify` returned; anything else is a programming error. */
+export function checkOutcome(outcome: unknown): AuthOutcome {
+  if (outcome === 'ok' || outcome === 'invalid' || outcome === 'missing') return outcome;
+  throw new TypeError(
+    `Portcullis: verify() must return 'ok', 'invalid' or 'missing', got ${String(outcome)}`,
+  );
+}

@@ -1,4 +1,9 @@
-import { createClientResolver, parseTrustedProxies, type ClientResolver } from '../client.js';
+import {
+  type ClientOptions,
+  type ClientResolver,
+  createClientResolver,
+  parseTrustedProxies,
+} from '../client.js';
 import type { Logger } from '../events.js';
 import {
   createFailureLimiter,
@@ -33,16 +38,19 @@ export interface GateClientOptions {
   readonly warnings?: Warnings | undefined;
 }
 
+/** The client rules of a gate's client options (those given). */
+export function gateClientRules(o: GateClientOptions): ClientOptions {
+  return withoutUndefined({
+    trustedProxies: o.trustedProxies,
+    allowRealIpFallback: o.allowRealIpFallback,
+    logger: o.logger,
+    warnings: o.warnings,
+  });
+}
+
 /** The one client resolver of a gate, from its client options. */
 export function gateResolver(o: GateClientOptions): ClientResolver {
-  return createClientResolver(
-    withoutUndefined({
-      trustedProxies: o.trustedProxies,
-      allowRealIpFallback: o.allowRealIpFallback,
-      logger: o.logger,
-      warnings: o.warnings,
-    }),
-  );
+  return createClientResolver(gateClientRules(o));
 }
 
 /**

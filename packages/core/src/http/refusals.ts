@@ -3,10 +3,12 @@ import {
   type ErrorShape,
   authFailedError,
   authRateLimitedError,
+  requestRateLimitedError,
   retryAfterSeconds,
   storeUnavailableError,
 } from '../error-shapes.js';
 import { type GateResult, type HttpAnswer, jsonAnswer, textAnswer } from './answer.js';
+import type { RequestResult } from './request-gate.js';
 
 /** The answers of a failure gate (auth or webhook), built once where they do not vary. */
 export interface GateRefusals {
@@ -113,4 +115,21 @@ export function webhookRefusals(): GateRefusals {
       error: undefined,
     }),
   };
+}
+
+/**
+ * The request limiter's result for `d` (docs/design.md#request-limiter): the counter headers on
+ * every answer; a refusal is 429 with them (`Retry-After` included) or, for a store that failed
+ * closed, 503 without them (they would advertise numbers nobody counted).
+ */
+export function requestResult(
+  d: Decision,
+  headers: Readonly<Record<string, string>>,
+): RequestResult {
+  if (d.allowed) return { ok: true, decision: d, headers, answer: undefined };
+  const refusal =
+    d.reason === 'store-error'
+      ? jsonAnswer(503, storeUnavailableError())
+      : jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers);
+  return { ok: false, decision: d, headers, answer: refusal };
 }

@@ -1,35 +1,18 @@
-import { compileClientRules, type RawRequest } from '../client.js';
-import { type Clock, systemClock, type Timers } from '../clock.js';
+import type { RawRequest } from '../client.js';
+import type { Clock, Timers } from '../clock.js';
 import { isPromise, type MaybePromise } from '../promise.js';
-import { callSafely, tell } from '../safe-call.js';
 import type { Decision } from '../decision.js';
-import { requestRateLimitedError, storeUnavailableError } from '../error-shapes.js';
 import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
-import { subnetKey } from '../ip.js';
-import {
-  boolean,
-  duration,
-  either,
-  exclusiveLimiter,
-  func,
-  integer,
-  oneOf,
-  parseOptions,
-  withMethods,
-} from '../options.js';
 import type { Algorithm, Store } from '../store.js';
-import { MemoryStore } from '../memory-store.js';
-import {
-  checkCost,
-  createWindowLimiter,
-  type WindowLimiter,
-  type WindowLimiterReconfig,
-} from '../window-limiter.js';
+import { checkCost, type WindowLimiter, type WindowLimiterReconfig } from '../window-limiter.js';
 import type { Warnings } from '../warnings.js';
-import { type HttpAnswer, jsonAnswer } from './answer.js';
-import { type AdapterOptionSpec, clientOptionSpec } from './gate-options.js';
-import { createPolicies, type PerRequest, type Policy, unprefixed } from './policies.js';
+import type { HttpAnswer } from './answer.js';
+import type { AdapterOptionSpec } from './gate-options.js';
+import { type PerRequest, type Policy, unprefixed } from './policies.js';
+import { requestResult } from './refusals.js';
+import { Refunds } from './request-refunds.js';
+import { parseRequestOptions, requestKeyer, requestLimiters } from './request-limiters.js';
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
@@ -145,13 +128,6 @@ export interface RequestGate<Req, Res = unknown> {
   track(result: RequestResult, rawRes: RawResponse, req: Req, res: Res): void;
 }
 
-const fn = func as (value: unknown, fail: (expected: string) => never) => never;
-
-/** Whether the store counted the units of an allowed decision ('fallback': the fallback store did). */
-function spends(d: Decision): boolean {
-  return d.allowed && (d.reason === 'allowed' || d.reason === 'fallback');
-}
-
 /**
  * The general request limiter (docs/design.md#request-limiter) for any HTTP framework: key, skip and cost per request,
  * IETF headers computed once per decision, and a ready-made 429/503 answer.
@@ -161,117 +137,21 @@ export function createRequestGate<Req, Res = unknown>(
   options?: RequestGateOptions<Req, Res>,
   extra: AdapterOptionSpec = {},
 ): RequestGate<Req, Res> {
-  const where = 'rateLimit';
-  const o = parseOptions(
-    options,
-    {
-      ...extra,
-      limit: either(integer(1), func, 'a positive integer or a function'),
-      windowMs: either(duration(1), func, 'a positive integer (ms) or a function'),
-      algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
-      name: (v: unknown, fail: (e: string) => never) =>
-        typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
-          ? v
-          : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
-      key: fn,
-      skip: fn,
-      cost: either(integer(1), func, 'a positive integer or a function'),
-      headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
-      limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset', 'refund', 'reconfigure'),
-      store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
-      maxEntries: integer(1),
-      clock: withMethods<Clock>('now'),
-      timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-      dryRun: boolean,
-      ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
-      skipSuccessfulRequests: boolean,
-      skipFailedRequests: boolean,
-      requestWasSuccessful: fn,
-      ...clientOptionSpec,
-    },
-    where,
-  );
-  exclusiveLimiter(
-    o,
-    ['limit', 'windowMs', 'algorithm', 'store', 'maxEntries', 'clock', 'timers', 'dryRun', 'name'],
-    where,
-  );
-  const limitOpt = o.limit as PerRequest<Req, number> | undefined;
-  const windowOpt = o.windowMs as PerRequest<Req, number> | undefined;
-  const perRequest = typeof limitOpt === 'function' || typeof windowOpt === 'function';
+  const o = parseRequestOptions(options, extra, 'rateLimit');
   const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
-  const name = o.name ?? 'default';
-  // Per-request policies share one store; the gate builds it when none is given, and closes it.
-  const ownStore =
-    perRequest && o.store === undefined
-      ? new MemoryStore({
-          ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-          ...(o.clock !== undefined && { clock: o.clock }),
-          ...(o.timers !== undefined && { timers: o.timers }),
-        })
-      : undefined;
-  const limiterOptions = {
-    ...(o.algorithm !== undefined && { algorithm: o.algorithm }),
-    ...(o.dryRun !== undefined && { dryRun: o.dryRun }),
-    ...(o.name !== undefined && { name: o.name }),
-    ...(o.logger !== undefined && { logger: o.logger }),
-    ...(o.warnings !== undefined && { warnings: o.warnings }),
-    ...(ownStore !== undefined
-      ? { store: ownStore }
-      : {
-          ...(o.store !== undefined && { store: o.store }),
-          ...(o.maxEntries !== undefined && { maxEntries: o.maxEntries }),
-          ...(o.clock !== undefined && { clock: o.clock }),
-          ...(o.timers !== undefined && { timers: o.timers }),
-        }),
-  };
-  const limiter =
-    o.limiter ??
-    createWindowLimiter({
-      ...(typeof limitOpt === 'number' && { limit: limitOpt }),
-      ...(typeof windowOpt === 'number' && { windowMs: windowOpt }),
-      ...limiterOptions,
-    });
+  const { limiter, policyOf, ownStore } = requestLimiters<Req>(o, mode);
   let writerRule = limiter.rule;
   let writeHeaders = createHeaderWriter({
     windowMs: writerRule.windowMs,
     name: limiter.name,
     mode,
   });
-  const policyOf = perRequest
-    ? createPolicies<Req>(
-        limitOpt ?? limiter.rule.limit,
-        windowOpt ?? limiter.rule.windowMs,
-        { ...limiterOptions, name },
-        mode,
-      )
-    : undefined;
-  const subnet = (o.ipv6Subnet ?? 64) as number | false;
-  const { address } = compileClientRules({
-    ...(o.trustedProxies !== undefined && { trustedProxies: o.trustedProxies }),
-    ...(o.allowRealIpFallback !== undefined && { allowRealIpFallback: o.allowRealIpFallback }),
-    ...(o.logger !== undefined && { logger: o.logger }),
-    ...(o.warnings !== undefined && { warnings: o.warnings }),
-  });
+  const defaultKey = requestKeyer(o);
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
   const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
-
-  function defaultKey(raw: RawRequest): string {
-    const client = address(raw);
-    if (client === undefined) return 'unknown';
-    // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
-    return client.ip.v === 4 ? client.text : subnetKey(client.ip, subnet);
-  }
-
-  function answer(d: Decision, headers: Readonly<Record<string, string>>): RequestResult {
-    if (d.allowed) return { ok: true, decision: d, headers, answer: undefined };
-    const refusal =
-      d.reason === 'store-error'
-        ? jsonAnswer(503, storeUnavailableError())
-        : jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers);
-    return { ok: false, decision: d, headers, answer: refusal };
-  }
+  const refunds = new Refunds<Req, Res>(o);
+  const tracksOutcome = refunds.tracks;
 
   function result(d: Decision): RequestResult {
     // A reconfigured limiter has a new rule object: advertise its window from now on.
@@ -283,47 +163,7 @@ export function createRequestGate<Req, Res = unknown>(
         mode,
       });
     }
-    return answer(d, writeHeaders(d));
-  }
-
-  const skipSuccessful = o.skipSuccessfulRequests ?? false;
-  const skipFailed = o.skipFailedRequests ?? false;
-  const tracksOutcome = skipSuccessful || skipFailed;
-  const wasSuccessful = o.requestWasSuccessful as
-    | ((req: Req, res: Res) => MaybePromise<boolean>)
-    | undefined;
-  const clock = o.clock ?? systemClock;
-  /** How to give back what an allowed decision spent; recorded only when outcomes matter. */
-  const spent = new WeakMap<
-    Decision,
-    {
-      limiter: WindowLimiter;
-      key: string;
-      cost: number;
-      at: number;
-      deletions: number | undefined;
-      made: Decision;
-    }
-  >();
-
-  /**
-   * Records how to give back what `made` (the limiter's decision; `d` is what the request sees)
-   * spent. The refund hands the limiter `made`, so a shared store knows exactly when the units
-   * were spent, however late its answer arrived. `deletions` is the store's count of resets
-   * before the call: after a reset the units are gone with the state, and are never given back.
-   */
-  function remember(
-    d: Decision,
-    made: Decision,
-    lim: WindowLimiter,
-    key: string,
-    cost: number,
-    deletions: number | undefined,
-  ): void {
-    // Only a decision that spent units can give them back: a dry run's would-be refusal (allowed,
-    // reason 'limited' or 'overflow') and an 'open' store error counted nothing.
-    if (tracksOutcome && spends(d))
-      spent.set(d, { limiter: lim, key, cost, at: clock.now(), deletions, made });
+    return requestResult(d, writeHeaders(d));
   }
 
   function spend(key: string, cost: number): MaybePromise<RequestResult> {
@@ -335,7 +175,7 @@ export function createRequestGate<Req, Res = unknown>(
     const deletions = limiter.store.deletions;
     const d = limiter.consume(key, c);
     const done = (x: Decision) => {
-      remember(x, x, limiter, key, c, deletions);
+      refunds.remember(x, x, limiter, key, c, deletions);
       return result(x);
     };
     return isPromise(d) ? d.then(done) : done(d);
@@ -346,8 +186,8 @@ export function createRequestGate<Req, Res = unknown>(
     const deletions = tracksOutcome ? p.limiter.store.deletions : undefined;
     const finish = (d: Decision) => {
       const out = unprefixed(d, p.prefix);
-      remember(out, d, p.limiter, p.prefix + key, c, deletions);
-      return answer(out, p.writeHeaders(out));
+      refunds.remember(out, d, p.limiter, p.prefix + key, c, deletions);
+      return requestResult(out, p.writeHeaders(out));
     };
     const d = p.limiter.consume(p.prefix + key, c);
     return isPromise(d) ? d.then(finish) : finish(d);
@@ -363,11 +203,6 @@ export function createRequestGate<Req, Res = unknown>(
     if (typeof costOpt !== 'function') return spendFor(key, costOpt ?? 1, req);
     const cost = costOpt(req);
     return isPromise(cost) ? cost.then((c) => spendFor(key, c, req)) : spendFor(key, cost, req);
-  }
-
-  function checkKey(key: unknown): string {
-    if (typeof key === 'string') return key;
-    throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
   }
 
   function counted(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
@@ -386,54 +221,7 @@ export function createRequestGate<Req, Res = unknown>(
   function stacked(raw: RawRequest, r: RequestResult): RequestResult {
     const headers = stackHeaders(raw, identity, limiter.name, r.headers, warnDuplicate);
     if (headers === r.headers) return r;
-    return r.ok ? { ...r, headers } : answer(r.decision, headers);
-  }
-
-  function reportRefund(error: unknown): void {
-    tell(
-      o.logger,
-      'error',
-      { code: 'PORTCULLIS_REFUND_ERROR', err: error },
-      `Portcullis: a refund failed: ${String(error)}`,
-    );
-  }
-
-  function settle(
-    result: RequestResult,
-    rawRes: RawResponse,
-    req: Req,
-    res: Res,
-    aborted: boolean,
-  ): void {
-    const record = spent.get(result.decision);
-    if (record === undefined) return;
-    spent.delete(result.decision);
-    const refund = (successful: boolean) => {
-      if (successful ? !skipSuccessful : !skipFailed) return;
-      // A reset since the spend took the units with it: what the window holds now is newer.
-      if (record.limiter.store.deletions !== record.deletions) return;
-      const out = record.limiter.refund(
-        record.key,
-        record.cost,
-        clock.now() - record.at,
-        record.made,
-      );
-      if (isPromise(out)) out.then(undefined, reportRefund);
-    };
-    // An aborted request (the client left before the response ended) counts as failed.
-    if (aborted) refund(false);
-    else if (wasSuccessful === undefined) refund(rawRes.statusCode < 400);
-    else
-      callSafely(
-        () => {
-          const verdict = wasSuccessful(req, res);
-          return isPromise(verdict)
-            ? verdict.then((v) => refund(v === true))
-            : refund(verdict === true);
-        },
-        [],
-        reportRefund,
-      );
+    return r.ok ? { ...r, headers } : requestResult(r.decision, headers);
   }
 
   function decide(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
@@ -452,17 +240,16 @@ export function createRequestGate<Req, Res = unknown>(
     limiter,
     reconfigure: (partial: WindowLimiterReconfig) => limiter.reconfigure(partial),
     tracksOutcome,
-    track(result: RequestResult, rawRes: RawResponse, req: Req, res: Res): void {
-      if (!tracksOutcome || !result.ok) return;
-      // 'finish' when the response went out, 'close' when the connection ended first (an abort);
-      // some responses (injected ones) emit only one of them. The first settles, once.
-      rawRes.once('finish', () => settle(result, rawRes, req, res, false));
-      rawRes.once('close', () => settle(result, rawRes, req, res, !rawRes.writableFinished));
-    },
+    track: (result, rawRes, req, res) => refunds.track(result, rawRes, req, res),
     close(): MaybePromise<void> {
       closeGate();
       if (ownStore !== undefined) return ownStore.close();
       return o.limiter === undefined ? limiter.close() : undefined;
     },
   };
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key === 'string') return key;
+  throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
 }

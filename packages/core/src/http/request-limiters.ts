@@ -1,0 +1,144 @@
+import { compileClientRules, type RawRequest } from '../client.js';
+import type { Clock, Timers } from '../clock.js';
+import { subnetKey } from '../ip.js';
+import type { Logger } from '../events.js';
+import { MemoryStore } from '../memory-store.js';
+import {
+  boolean,
+  duration,
+  either,
+  exclusiveLimiter,
+  func,
+  integer,
+  oneOf,
+  parseOptions,
+  withMethods,
+} from '../options.js';
+import type { Algorithm, Store } from '../store.js';
+import type { Warnings } from '../warnings.js';
+import { createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
+import { withoutUndefined } from '../without-undefined.js';
+import { type AdapterOptionSpec, clientOptionSpec, gateClientRules } from './gate-options.js';
+import type { HeaderMode } from '../headers.js';
+import { createPolicies, type PerRequest, type Policy } from './policies.js';
+import type { MaybePromise } from '../promise.js';
+
+const fn = func as (value: unknown, fail: (expected: string) => never) => never;
+
+/** Every option a request gate takes, beside the adapter's own. */
+const requestGateSpec = {
+  limit: either(integer(1), func, 'a positive integer or a function'),
+  windowMs: either(duration(1), func, 'a positive integer (ms) or a function'),
+  algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
+  name: (v: unknown, fail: (e: string) => never) =>
+    typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
+      ? v
+      : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
+  key: fn,
+  skip: fn,
+  cost: either(integer(1), func, 'a positive integer or a function'),
+  headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
+  limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset', 'refund', 'reconfigure'),
+  store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
+  maxEntries: integer(1),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  dryRun: boolean,
+  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+  skipSuccessfulRequests: boolean,
+  skipFailedRequests: boolean,
+  requestWasSuccessful: fn,
+  ...clientOptionSpec,
+};
+
+/** The options that build a limiter, refused beside a given `limiter`. */
+const LIMITER_OPTIONS = [
+  'limit',
+  'windowMs',
+  'algorithm',
+  'store',
+  'maxEntries',
+  'clock',
+  'timers',
+  'dryRun',
+  'name',
+];
+
+/** A request gate's options, checked. */
+export type ParsedRequestOptions = ReturnType<typeof parseRequestOptions>;
+
+/** @throws {PortcullisConfigError} for a wrong or unknown option, or limiter options beside `limiter` */
+export function parseRequestOptions(options: unknown, extra: AdapterOptionSpec, where: string) {
+  const o = parseOptions(options, { ...extra, ...requestGateSpec }, where);
+  exclusiveLimiter(o, LIMITER_OPTIONS, where);
+  return o;
+}
+
+/** The limiters of a request gate: the one of the fixed numbers, and the per-request policies. */
+export interface RequestLimiters<Req> {
+  /** The limiter of the default numbers (given, or built from the options). */
+  readonly limiter: WindowLimiter;
+  /** The policy of a request, when `limit` or `windowMs` depends on it. */
+  readonly policyOf: ((req: Req) => MaybePromise<Policy>) | undefined;
+  /** The store the gate built for its policies (closed with the gate). */
+  readonly ownStore: MemoryStore | undefined;
+}
+
+/** The gate's limiters. Per-request policies share one store; the gate builds it when none is given. */
+export function requestLimiters<Req>(
+  o: ParsedRequestOptions,
+  mode: HeaderMode,
+): RequestLimiters<Req> {
+  const limitOpt = o.limit as PerRequest<Req, number> | undefined;
+  const windowOpt = o.windowMs as PerRequest<Req, number> | undefined;
+  const perRequest = typeof limitOpt === 'function' || typeof windowOpt === 'function';
+  const storeOptions = withoutUndefined({
+    maxEntries: o.maxEntries,
+    clock: o.clock,
+    timers: o.timers,
+  });
+  const ownStore = perRequest && o.store === undefined ? new MemoryStore(storeOptions) : undefined;
+  const limiterOptions = {
+    ...withoutUndefined({
+      algorithm: o.algorithm,
+      dryRun: o.dryRun,
+      name: o.name,
+      logger: o.logger as Logger | undefined,
+      warnings: o.warnings as Warnings | undefined,
+    }),
+    ...(ownStore !== undefined
+      ? { store: ownStore }
+      : { ...withoutUndefined({ store: o.store }), ...storeOptions }),
+  };
+  const limiter =
+    o.limiter ??
+    createWindowLimiter({
+      ...(typeof limitOpt === 'number' && { limit: limitOpt }),
+      ...(typeof windowOpt === 'number' && { windowMs: windowOpt }),
+      ...limiterOptions,
+    });
+  const policyOf = perRequest
+    ? createPolicies<Req>(
+        limitOpt ?? limiter.rule.limit,
+        windowOpt ?? limiter.rule.windowMs,
+        { ...limiterOptions, name: o.name ?? 'default' },
+        mode,
+      )
+    : undefined;
+  return { limiter, policyOf, ownStore };
+}
+
+/**
+ * The default key of a request: its resolved client IP, IPv6 cut to its network (`ipv6Subnet`,
+ * /64 by default), `unknown` when it cannot be resolved.
+ */
+export function requestKeyer(o: ParsedRequestOptions): (raw: RawRequest) => string {
+  const subnet = (o.ipv6Subnet ?? 64) as number | false;
+  const { address } = compileClientRules(gateClientRules(o));
+  return (raw) => {
+    const client = address(raw);
+    if (client === undefined) return 'unknown';
+    // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
+    return client.ip.v === 4 ? client.text : subnetKey(client.ip, subnet);
+  };
+}

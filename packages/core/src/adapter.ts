@@ -30,7 +30,7 @@ export {
   retryAfterSeconds,
 } from './error-shapes.js';
 export type { GateResult, HttpAnswer, RefusalReason } from './http/answer.js';
-export type { AdapterOptionSpec } from './http/gate-options.js';
+export type { AdapterOptionSpec, GateClientOptions } from './http/gate-options.js';
 export {
   type AuthGate,
   type AuthGateOptions,

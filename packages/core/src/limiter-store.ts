@@ -8,6 +8,7 @@ import { isPromise } from './promise.js';
 import type { FailureRule, Store, WindowRule } from './store.js';
 import { silenced, type Warnings, warningsOption } from './warnings.js';
 import { withoutUndefined } from './without-undefined.js';
+import { PerOwner } from './per-owner.js';
 
 /**
  * The options every limiter takes besides its numbers and its store, checked alike by each: the
@@ -63,7 +64,7 @@ export function limiterStore(
  */
 export const POLICY_MEMBER: unique symbol = Symbol('portcullis.policyMember');
 
-const claimed = new WeakMap<Store, Map<string, string>>();
+const claimed = new PerOwner<Store, string, string>();
 
 /**
  * Records that limiter `name` uses `numbers` on the shared `store`, and warns once when another
@@ -78,11 +79,7 @@ export function claimName(
   warnings?: Warnings,
 ): void {
   if (silenced(warnings, 'PORTCULLIS_NAME_CLASH')) return;
-  let names = claimed.get(store);
-  if (names === undefined) {
-    names = new Map();
-    claimed.set(store, names);
-  }
+  const names = claimed.of(store);
   const before = names.get(name);
   if (before === undefined) {
     names.set(name, numbers);

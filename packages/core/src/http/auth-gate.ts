@@ -4,12 +4,11 @@ import type {
   FailureLimiterOptions,
   FailureLimiterReconfig,
 } from '../failure-limiter.js';
+import type { GateClientOptions } from './gate-options.js';
 import { normalizeScope } from '../failure-limiter.js';
-import type { Logger } from '../events.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import { required } from '../options.js';
 import { authSubject } from '../subject.js';
-import type { Warnings } from '../warnings.js';
 import type { GateResult } from './answer.js';
 import { accountKey } from './account-key.js';
 import type { AuthLayerOptions } from './auth-layer-options.js';
@@ -29,7 +28,10 @@ export type { AuthOutcome } from './gate-options.js';
 export type { GateSetup } from './auth-gate-setup.js';
 
 /** Options of {@link createAuthGate} (and of every adapter's `authGuard`). */
-export interface AuthGateOptions<Req> extends FailureLimiterOptions, AuthLayerOptions<Req> {
+export interface AuthGateOptions<Req>
+  extends FailureLimiterOptions,
+    AuthLayerOptions<Req>,
+    GateClientOptions {
   /** Compares the request's credentials. Keep it constant-time. Required by HTTP guards. */
   verify?: (req: Req) => MaybePromise<AuthOutcome>;
   /** The credential class (`shared-secret`, `device-token`, …). @default 'default' */
@@ -48,18 +50,6 @@ export interface AuthGateOptions<Req> extends FailureLimiterOptions, AuthLayerOp
    * @default { perSite: maxAttempts, allOrigins: 3 × maxAttempts }
    */
   browserBudget?: BrowserBudgetOptions;
-  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
-  trustedProxies?: readonly string[];
-  /** Believe `X-Real-IP` from a trusted proxy. @default false */
-  allowRealIpFallback?: boolean;
-  /** Receives the untrusted-loopback-proxy warning. */
-  logger?: Logger;
-  /**
-   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`);
-   * the limiters the gate builds get the same.
-   * @default every warning on
-   */
-  warnings?: Warnings;
 }
 
 /**

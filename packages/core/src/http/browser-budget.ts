@@ -8,6 +8,7 @@ import { MemoryStore } from '../memory-store.js';
 import { originSite } from '../origin.js';
 import type { Store } from '../store.js';
 import { authSubject } from '../subject.js';
+import { PerOwner } from '../per-owner.js';
 
 /**
  * The aggregate budgets a loopback browser attempt must also fit in. Every origin has its own
@@ -42,7 +43,7 @@ interface Aggregates {
 const aggregateCache = new WeakMap<FailureLimiter, Map<string, Aggregates>>();
 
 /** The sibling stores made for each store, by what they hold (`browser`, `site`, `all-origins`). */
-const siblings = new WeakMap<Store, Map<string, MemoryStore>>();
+const siblings = new PerOwner<Store, string, MemoryStore>();
 
 /**
  * The store that holds `role` keys beside `store`: for a `MemoryStore` (bounded), a sibling of the
@@ -52,11 +53,7 @@ const siblings = new WeakMap<Store, Map<string, MemoryStore>>();
  */
 export function siblingOf(store: Store, role: string): Store {
   if (!(store instanceof MemoryStore)) return store;
-  let byRole = siblings.get(store);
-  if (byRole === undefined) {
-    byRole = new Map();
-    siblings.set(store, byRole);
-  }
+  const byRole = siblings.of(store);
   let sibling = byRole.get(role);
   if (sibling === undefined) {
     sibling = store.sibling();
@@ -67,9 +64,8 @@ export function siblingOf(store: Store, role: string): Store {
 
 /** Closes and forgets the siblings of `store`, and theirs (a browser store's aggregate stores). */
 function releaseSiblings(store: Store): void {
-  const byRole = siblings.get(store);
+  const byRole = siblings.take(store);
   if (byRole === undefined) return;
-  siblings.delete(store);
   for (const sibling of byRole.values()) {
     releaseSiblings(sibling);
     sibling.close();

@@ -30,16 +30,29 @@ export const clientOptionSpec = {
   warnings: warningsOption,
 };
 
-/** The client options of a gate, as parsed (each given or undefined). */
+/** What every gate takes to find the client (docs/design.md#client-identity) and to report. */
 export interface GateClientOptions {
-  readonly trustedProxies?: readonly string[] | undefined;
-  readonly allowRealIpFallback?: boolean | undefined;
-  readonly logger?: Logger | undefined;
-  readonly warnings?: Warnings | undefined;
+  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
+  trustedProxies?: readonly string[];
+  /** Believe `X-Real-IP` from a trusted proxy. @default false */
+  allowRealIpFallback?: boolean;
+  /** Receives the gate's warnings (an untrusted loopback proxy, lockouts, hook failures). */
+  logger?: Logger;
+  /**
+   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`);
+   * the limiters the gate builds get the same.
+   * @default every warning on
+   */
+  warnings?: Warnings;
 }
 
+/** The client options as parsed: each given, or undefined. */
+type ParsedClientOptions = {
+  readonly [K in keyof GateClientOptions]?: GateClientOptions[K] | undefined;
+};
+
 /** The client rules of a gate's client options (those given). */
-export function gateClientRules(o: GateClientOptions): ClientOptions {
+export function gateClientRules(o: ParsedClientOptions): ClientOptions {
   return withoutUndefined({
     trustedProxies: o.trustedProxies,
     allowRealIpFallback: o.allowRealIpFallback,
@@ -49,7 +62,7 @@ export function gateClientRules(o: GateClientOptions): ClientOptions {
 }
 
 /** The one client resolver of a gate, from its client options. */
-export function gateResolver(o: GateClientOptions): ClientResolver {
+export function gateResolver(o: ParsedClientOptions): ClientResolver {
   return createClientResolver(gateClientRules(o));
 }
 
@@ -59,7 +72,7 @@ export function gateResolver(o: GateClientOptions): ClientResolver {
  */
 export function gateLimiter(
   defaults: FailureLimiterOptions,
-  o: GateClientOptions,
+  o: ParsedClientOptions,
   own: FailureLimiterOptions,
 ): FailureLimiter {
   return createFailureLimiter({

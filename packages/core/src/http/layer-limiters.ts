@@ -31,6 +31,13 @@ export interface LayerSetup {
 
 const HOUR = 3_600_000;
 
+/** A layer's numbers, windows and lockouts an hour unless given. */
+const layerNumbers = (maxAttempts: number, windowMs = HOUR, lockoutMs = HOUR) => ({
+  maxAttempts,
+  windowMs,
+  lockoutMs,
+});
+
 /**
  * Each layer's limiter, over `store`, with its numbers from the options and the defaults
  * (docs/design.md#defence-in-depth). The pair counts consecutive failures: its window is its
@@ -48,8 +55,8 @@ export function buildLayerLimiters(
   const escalate = client.escalate;
   const build = (
     layer: 'pair' | 'account' | 'spray' | 'scope',
-    numbers: { maxAttempts: number; windowMs: number; lockoutMs: number },
     escalates: boolean,
+    numbers: { maxAttempts: number; windowMs: number; lockoutMs: number },
   ) =>
     createLayerLimiter(
       {
@@ -67,49 +74,27 @@ export function buildLayerLimiters(
       layer,
     );
   const limits = o.accountLimits ?? {};
-  const of = <T>(v: T | false | undefined) =>
+  const on = <T>(v: T | false | undefined): T | undefined =>
     limits === false || v === false ? undefined : (v ?? ({} as T));
-  const pair = of(limits === false ? false : limits.pair);
-  const acct = of(limits === false ? false : limits.account);
-  const spray = of(limits === false ? false : limits.spray);
+  const pair = on(limits === false ? false : limits.pair);
+  const acct = on(limits === false ? false : limits.account);
+  const spray = on(limits === false ? false : limits.spray);
+  const scope = o.scopeBudget === false ? undefined : o.scopeBudget;
   const built: LayerLimiters = {
     pair:
       pair &&
-      build(
-        'pair',
-        {
-          maxAttempts: pair.maxAttempts ?? 20,
-          windowMs: pair.lockoutMs ?? HOUR,
-          lockoutMs: pair.lockoutMs ?? HOUR,
-        },
-        true,
-      ),
+      build('pair', true, layerNumbers(pair.maxAttempts ?? 20, pair.lockoutMs, pair.lockoutMs)),
     account:
       acct &&
-      build(
-        'account',
-        {
-          maxAttempts: acct.maxAttempts ?? 100,
-          windowMs: acct.windowMs ?? HOUR,
-          lockoutMs: acct.lockoutMs ?? HOUR,
-        },
-        false,
-      ),
+      build('account', false, layerNumbers(acct.maxAttempts ?? 100, acct.windowMs, acct.lockoutMs)),
     spray:
       spray &&
       build(
         'spray',
-        {
-          maxAttempts: spray.maxAccounts ?? 10,
-          windowMs: spray.windowMs ?? 600_000,
-          lockoutMs: spray.lockoutMs ?? HOUR,
-        },
         true,
+        layerNumbers(spray.maxAccounts ?? 10, spray.windowMs ?? 600_000, spray.lockoutMs),
       ),
-    scope:
-      o.scopeBudget === undefined || o.scopeBudget === false
-        ? undefined
-        : build('scope', o.scopeBudget, false),
+    scope: scope && build('scope', false, scope),
   };
   checkLayerStore(built, store);
   return built;

@@ -1,12 +1,11 @@
 import type { RawRequest } from '../client.js';
 import type { Clock, Timers } from '../clock.js';
+import type { GateClientOptions } from './gate-options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { Decision } from '../decision.js';
-import type { Logger } from '../events.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
 import type { Algorithm, Store } from '../store.js';
 import { checkCost, type WindowLimiter, type WindowLimiterReconfig } from '../window-limiter.js';
-import type { Warnings } from '../warnings.js';
 import type { HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec } from './gate-options.js';
 import { type PerRequest, type Policy, unprefixed } from './policies.js';
@@ -16,7 +15,7 @@ import { parseRequestOptions, requestKeyer, requestLimiters } from './request-li
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
-export interface RequestGateOptions<Req, Res = unknown> {
+export interface RequestGateOptions<Req, Res = unknown> extends GateClientOptions {
   /**
    * Requests per window (bucket capacity for `token-bucket`), or a function of the request (sync
    * or async) for per-plan or per-tenant quotas. Each distinct (limit, window) is its own policy.
@@ -56,18 +55,6 @@ export interface RequestGateOptions<Req, Res = unknown> {
   dryRun?: boolean;
   /** IPv6 clients are keyed by this prefix by default; `false` = full address. @default 64 */
   ipv6Subnet?: number | false;
-  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
-  trustedProxies?: readonly string[];
-  /** Believe `X-Real-IP` from a trusted proxy. @default false */
-  allowRealIpFallback?: boolean;
-  /** Receives warnings. */
-  logger?: Logger;
-  /**
-   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_DUPLICATE_POLICY: false }`);
-   * the limiters the gate builds get the same.
-   * @default every warning on
-   */
-  warnings?: Warnings;
   /**
    * Give a request's units back when it succeeded (see `requestWasSuccessful`): only failures
    * count, e.g. for a login route. Counted up front and refunded after, so no race lets extra

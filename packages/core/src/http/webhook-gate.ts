@@ -1,6 +1,6 @@
 import type { RawRequest } from '../client.js';
+import type { GateClientOptions } from './gate-options.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
-import type { Logger } from '../events.js';
 import {
   type FailureLimiter,
   type FailureLimiterOptions,
@@ -10,7 +10,6 @@ import {
 } from '../failure-limiter.js';
 import { func, parseOptions, required } from '../options.js';
 import { presets } from '../presets.js';
-import type { Warnings } from '../warnings.js';
 import type { GateResult } from './answer.js';
 import {
   type AdapterOptionSpec,
@@ -29,7 +28,9 @@ import { webhookRefusals } from './refusals.js';
 const { exemptLoopback: _neverExempt, ...webhookLimiterSpec } = flatLimiterSpec;
 
 /** Options of {@link createWebhookGate} (and of every adapter's `webhookGuard`). */
-export interface WebhookGateOptions<Req> extends Omit<FailureLimiterOptions, 'exemptLoopback'> {
+export interface WebhookGateOptions<Req>
+  extends Omit<FailureLimiterOptions, 'exemptLoopback'>,
+    GateClientOptions {
   /** Compares the webhook token. A missing token counts as a failure. */
   verify: (req: Req) => MaybePromise<AuthOutcome>;
   /**
@@ -37,18 +38,6 @@ export interface WebhookGateOptions<Req> extends Omit<FailureLimiterOptions, 'ex
    * otherwise build the gate's own, with `presets.webhookAuth` for what is not given.
    */
   limiter?: FailureLimiter;
-  /** Proxies whose `X-Forwarded-For` is believed. @default [] */
-  trustedProxies?: readonly string[];
-  /** Believe `X-Real-IP` from a trusted proxy. @default false */
-  allowRealIpFallback?: boolean;
-  /** Receives the untrusted-loopback-proxy warning. */
-  logger?: Logger;
-  /**
-   * Misconfiguration warnings switched off, by code (`{ PORTCULLIS_UNTRUSTED_FORWARDED: false }`);
-   * the limiter the gate builds gets the same.
-   * @default every warning on
-   */
-  warnings?: Warnings;
 }
 
 /** A compiled webhook gate. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type MaybePromise, PortcullisConfigError } from '@portcullis/core';
+import type { Logger } from '@portcullis/core';
 import {
   type AuthGuardOptions,
   callSafely,
@@ -8,13 +8,15 @@ import {
   type FailureLimitControls,
   withControls,
   type GateResult,
-  type HttpAnswer,
   isPromise,
   functionOption,
   reportHookError,
   safeLogger,
 } from '@portcullis/core/adapter';
-import { refuseSocket } from './raw-response.js';
+import { answerUpgrade, type UpgradeAnswering } from './upgrade-answer.js';
+import { checkServers } from './upgrade-checks.js';
+import { holdSocket } from './upgrade-socket.js';
+import { judgeUpgrade } from './upgrade-verdict.js';
 
 /** Node's `upgrade` listener signature. */
 export type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -71,67 +73,18 @@ export interface GuardUpgradeOptions<Ws = unknown> extends AuthGuardOptions<Inco
   onRefused?: (req: IncomingMessage, refusal: UpgradeRefusal) => unknown;
 }
 
-type Verdict =
-  | { readonly kind: 'elsewhere' }
-  | { readonly kind: 'gate'; readonly result: GateResult }
-  | { readonly kind: 'error'; readonly error: unknown };
-
-const ELSEWHERE: Verdict = { kind: 'elsewhere' };
-const plain = (status: number, body: string): HttpAnswer => ({
-  status,
-  headers: { 'Content-Type': 'text/plain; charset=utf-8' },
-  body,
-});
-const BAD_REQUEST = plain(400, 'Bad Request');
-const SERVER_ERROR = plain(500, 'Internal Server Error');
-
-function hasMethods(value: unknown, ...names: string[]): boolean {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  return names.every((name) => typeof (value as Record<string, unknown>)[name] === 'function');
-}
-
-function checkServers(server: unknown, wss: unknown): void {
-  if (!hasMethods(server, 'on', 'off', 'listenerCount')) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_SERVER',
-      'server',
-      'guardUpgrade: "server" must be an HTTP(S) server (an emitter of "upgrade")',
-    );
-  }
-  if (!hasMethods(wss, 'handleUpgrade', 'emit')) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_WSS',
-      'wss',
-      'guardUpgrade: "wss" must be a ws WebSocketServer',
-    );
-  }
-  const wssOptions = (wss as WebSocketServerLike<unknown>).options;
-  if (wssOptions != null && wssOptions.noServer !== true) {
-    throw new PortcullisConfigError(
-      'ERR_PORTCULLIS_WSS',
-      'wss',
-      'guardUpgrade: create the WebSocketServer with { noServer: true }; with "server" or "port" ws answers upgrades itself, around the guard',
-    );
-  }
-}
-
-/** Keeps a client's reset from becoming an uncaught exception while the guard owns the socket. */
-function destroyOnError(this: Duplex): void {
-  this.destroy();
-}
-
-/**
- * Takes charge of an upgrade socket's errors until it closes or is handed over; returns the hand-over
- * function. Once the socket has closed, none of the guard's listeners remain on it.
- */
-function holdSocket(socket: Duplex): () => void {
-  const release = (): void => {
-    socket.off('error', destroyOnError);
-    socket.off('close', release);
+/** Reports the guard's own failures (`verify`, routing, closing); a failed hook is a hook error. */
+function guardReporter(
+  logger: Pick<Logger, 'error'> | undefined,
+): (error: unknown, message: string) => void {
+  return (error: unknown, message: string): void => {
+    if (logger) logger.error({ code: 'PORTCULLIS_UPGRADE_ERROR', err: error }, message);
+    else
+      process.emitWarning(error instanceof Error ? error : new Error(String(error)), {
+        code: 'PORTCULLIS_UPGRADE_ERROR',
+        detail: message,
+      });
   };
-  socket.on('error', destroyOnError);
-  socket.once('close', release);
-  return release;
 }
 
 /**
@@ -169,19 +122,7 @@ export function guardUpgrade<Ws>(
     extra: { onAuthenticated: functionOption, onRefused: functionOption },
   });
   const { onAuthenticated, onRefused } = options;
-  const logger = safeLogger(options.logger);
-
-  /** The guard's own failures (`verify`, routing, closing); a failed hook is a hook error. */
-  function report(error: unknown, message: string): void {
-    if (logger) logger.error({ code: 'PORTCULLIS_UPGRADE_ERROR', err: error }, message);
-    else
-      process.emitWarning(error instanceof Error ? error : new Error(String(error)), {
-        code: 'PORTCULLIS_UPGRADE_ERROR',
-        detail: message,
-      });
-  }
-
-  const failed = (error: unknown): Verdict => ({ kind: 'error', error });
+  const report = guardReporter(safeLogger(options.logger));
   // A hook runs after the answer is written: its failure is reported, never a crash.
   const hookFailed = (hook: 'onRefused' | 'onAuthenticated') => (err: unknown) =>
     reportHookError(
@@ -191,77 +132,20 @@ export function guardUpgrade<Ws>(
     );
   const refusedHookFailed = hookFailed('onRefused');
   const authenticatedHookFailed = hookFailed('onAuthenticated');
-
-  function afterRouting(handles: boolean, req: IncomingMessage): MaybePromise<Verdict> {
-    if (!handles) return ELSEWHERE;
-    const result = gate.run(req, req);
-    return isPromise(result)
-      ? result.then((r): Verdict => ({ kind: 'gate', result: r }))
-      : { kind: 'gate', result };
-  }
-
-  function judge(req: IncomingMessage): MaybePromise<Verdict> {
-    try {
-      const handles = wss.shouldHandle === undefined ? true : wss.shouldHandle(req);
-      const verdict = isPromise(handles)
-        ? handles.then((yes) => afterRouting(yes, req))
-        : afterRouting(handles, req);
-      return isPromise(verdict) ? verdict.catch(failed) : verdict;
-    } catch (error) {
-      return failed(error);
-    }
-  }
-
-  function act(
-    verdict: Verdict,
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    release: () => void,
-  ): void {
-    if (verdict.kind === 'error')
-      report(
-        verdict.error,
-        'Portcullis guardUpgrade: checking an upgrade request failed; answered 500',
-      );
-    // The client left while a promise was pending (reset, or FIN on a half-open upgrade socket):
-    // there is no one to answer; free the socket.
-    if (socket.destroyed || !socket.readable) {
-      socket.destroy();
-      return;
-    }
-    if (verdict.kind === 'elsewhere') {
-      // Another listener (another WebSocketServer on its own path) takes it; if none, answer as ws does.
-      if (server.listenerCount('upgrade') > 1) {
-        release();
-        return;
-      }
-      refuseSocket(socket, BAD_REQUEST);
-      return;
-    }
-    if (verdict.kind === 'error') {
-      refuseSocket(socket, SERVER_ERROR);
-      return;
-    }
-    const result = verdict.result;
-    if (!result.ok) {
-      refuseSocket(socket, result.answer);
-      callSafely(onRefused, [req, result], refusedHookFailed);
-      return;
-    }
-    // ws adds its own error handler as the first thing handleUpgrade does.
-    release();
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      wss.emit('connection', ws, req);
-      callSafely(onAuthenticated, [ws, req], authenticatedHookFailed);
-    });
-  }
+  const answering: UpgradeAnswering<Ws> = {
+    server,
+    wss,
+    report,
+    refused: (req, refusal) => callSafely(onRefused, [req, refusal], refusedHookFailed),
+    authenticated: (ws, req) => callSafely(onAuthenticated, [ws, req], authenticatedHookFailed),
+  };
 
   const onUpgrade: UpgradeListener = function portcullisGuardUpgrade(req, socket, head) {
     const release = holdSocket(socket);
-    const verdict = judge(req);
-    if (isPromise(verdict)) void verdict.then((v) => act(v, req, socket, head, release));
-    else act(verdict, req, socket, head, release);
+    const verdict = judgeUpgrade(wss, gate, req);
+    if (isPromise(verdict))
+      void verdict.then((v) => answerUpgrade(answering, v, req, socket, head, release));
+    else answerUpgrade(answering, verdict, req, socket, head, release);
   };
 
   server.on('upgrade', onUpgrade);

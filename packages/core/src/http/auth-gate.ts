@@ -1,4 +1,4 @@
-import type { RawRequest } from '../client.js';
+import type { ClientInfo, RawRequest } from '../client.js';
 import type {
   FailureLimiter,
   FailureLimiterOptions,
@@ -19,7 +19,7 @@ import {
   parseAuthOptions,
 } from './auth-gate-setup.js';
 import type { AuthLayers } from './auth-layers.js';
-import { checkLayered, plainSequence } from './auth-sequence.js';
+import { checkLayered, decideOne, plainSequence } from './auth-sequence.js';
 import type { BrowserBudgetOptions, BudgetCheck } from './browser-budget.js';
 import { type AuthOutcome, checkOutcome, closeAll, flatLimiterOptions } from './gate-options.js';
 import { authRefusals } from './refusals.js';
@@ -121,20 +121,18 @@ export function createAuthGate<Req>(
   const account = o.account as ((req: Req) => MaybePromise<string | undefined>) | undefined;
   const gateScope = normalizeScope(o.scope);
 
+  /** The budgets a browser's attempt spends (its origin's; a loopback one's site and all origins). */
+  function browserBudgetsOf(client: ClientInfo): readonly BudgetCheck[] {
+    if (p.browserFollows) followMain(limiter, p.browserLimiter);
+    return p.browser.checks(client);
+  }
+
   /** The budgets an attempt from `raw` spends: the client's own, or a browser's. */
   function budgetsOf(raw: RawRequest): readonly BudgetCheck[] {
     const client = p.resolve(raw);
-    if (client.origin === undefined)
-      return [
-        {
-          limiter,
-          subject: authSubject(client, {
-            exemptLoopback: limiter.config.exemptLoopback,
-          }),
-        },
-      ];
-    if (p.browserFollows) followMain(limiter, p.browserLimiter);
-    return p.browser.checks(client);
+    if (client.origin !== undefined) return browserBudgetsOf(client);
+    const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+    return [{ limiter, subject }];
   }
 
   /** Whether the layers apply to an attempt: it names an account, or a scope budget is on. */
@@ -150,17 +148,26 @@ export function createAuthGate<Req>(
     const found = checkOutcome(outcome);
     if (found === 'missing') return r.missing;
     const scope = scopeOverride ?? gateScope;
-    const checks = budgetsOf(raw);
     const acct = p.accountLayers ? accountKey(accountOf) : undefined;
     const l = layeredFor(acct);
+    const client = p.resolve(raw);
+    if (client.origin === undefined) {
+      const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+      // The plain login (no layers) takes no array of budgets: it is the path every user walks.
+      const checked =
+        l && checkLayered(r, l, limiter.config.dryRun, [{ limiter, subject }], scope, acct);
+      const result =
+        checked === undefined
+          ? decideOne(r, limiter, subject, found, scope)
+          : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
+      return subject.exempt ? penalized(p, result, found) : result;
+    }
+    const checks = browserBudgetsOf(client);
     // Undefined also for a loopback-exempt client, which the layers never count.
     const checked = l && checkLayered(r, l, limiter.config.dryRun, checks, scope, acct);
-    const result =
-      checked === undefined
-        ? plainSequence(r, checks, found, scope)
-        : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
-    const first = checks[0] as BudgetCheck;
-    return checks.length === 1 && first.subject.exempt ? penalized(p, result, found) : result;
+    return checked === undefined
+      ? plainSequence(r, checks, found, scope)
+      : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
   }
 
   /**

@@ -12,7 +12,7 @@ import type { GateRefusals } from './refusals.js';
  * lockout that a concurrent request started since `check` stands: the attempt is refused as
  * `check` would have refused it, a right credential included.
  */
-function decideOne(
+export function decideOne(
   r: GateRefusals,
   lim: FailureLimiter,
   subject: AuthSubject,

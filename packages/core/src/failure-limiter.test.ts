@@ -158,11 +158,17 @@ describe('createFailureLimiter (gateway defaults: 10 / 60 s → 300 s)', () => {
       const [obj, msg] = warn.mock.calls[0] as [Record<string, unknown>, string];
       expect(msg).toContain('AUTH_RATE_LIMITED');
       expect(msg).toContain('device-token');
-      expect(msg).toContain('203.0.113.9');
-      expect(obj).toMatchObject({
+      expect(msg).toBe(
+        'AUTH_RATE_LIMITED: 10 failed attempts (client layer); locking out scope=device-token key=203.0.113.9 for 300000ms',
+      );
+      expect(obj).toStrictEqual({
         code: 'AUTH_RATE_LIMITED',
+        limiter: 'auth',
         scope: 'device-token',
         key: '203.0.113.9',
+        layer: 'client',
+        lockoutMs: 300_000,
+        dryRun: false,
       });
       expect(events).toEqual([
         { limiter: 'auth', scope: 'device-token', decision: locked(300_000, '203.0.113.9') },

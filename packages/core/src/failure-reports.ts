@@ -78,11 +78,11 @@ export class FailureReports {
         limiter: config.name,
         scope,
         key,
-        ...(earned !== 'client' && { layer: earned }),
+        layer: earned,
         lockoutMs,
         dryRun: config.dryRun,
       },
-      `AUTH_RATE_LIMITED: ${config.maxAttempts} failed attempts${earned === 'client' ? '' : ` (${earned} layer)`}; locking out scope=${scope} key=${key} for ${lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
+      `AUTH_RATE_LIMITED: ${config.maxAttempts} failed attempts (${earned} layer); locking out scope=${scope} key=${key} for ${lockoutMs}ms${config.dryRun ? ' (dry run)' : ''}`,
     );
     if (channels.lockout.hasSubscribers)
       channels.lockout.publish({

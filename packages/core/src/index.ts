@@ -49,6 +49,7 @@ export {
 export {
   createRestartScheduler,
   type RestartAttempt,
+  type RestartRequest,
   type RestartEvent,
   type RestartScheduler,
   type RestartSchedulerOptions,

@@ -108,35 +108,141 @@ describe('createRestartScheduler: pendingWork deferral', () => {
     expect(at()).toEqual([300_000]);
   });
 
-  it('a check that throws restarts at once and logs the error', () => {
+  it('a check that throws counts as unknown: the restart keeps waiting, logged once', () => {
     const boom = new Error('probe failed');
+    let broken = true;
     const { clock, scheduler, at, logged } = setup({
       pendingWork: () => {
-        throw boom;
+        if (broken) throw boom;
+        return 0;
       },
     });
     scheduler.request({ delayMs: 50 });
     clock.advance(50);
-    expect(at()).toEqual([50]);
+    expect(at()).toEqual([]);
+    expect(scheduler.pending()).toEqual({ dueInMs: 0, reasons: [], deferred: true });
+    clock.advance(1_000); // two more polls, both failing: still one log line
+    expect(at()).toEqual([]);
     expect(logged).toEqual([
-      { level: 'error', obj: { err: boom }, msg: 'Portcullis: pendingWork threw; restarting now' },
+      {
+        level: 'error',
+        obj: { err: boom },
+        msg: 'Portcullis: pendingWork threw; the restart keeps waiting',
+      },
     ]);
+    broken = false;
+    clock.advance(500); // the poll at 1 550 finds nothing in flight
+    expect(at()).toEqual([1_550]);
+  });
+
+  it('a check that keeps throwing is still bounded by deferralTimeoutMs', () => {
+    const { clock, scheduler, at, logged } = setup({
+      pendingWork: () => {
+        throw new Error('down');
+      },
+      deferralTimeoutMs: 2_000,
+    });
+    scheduler.request({ delayMs: 0 });
+    clock.advance(1_999);
+    expect(at()).toEqual([]);
+    clock.advance(1);
+    expect(at()).toEqual([2_000]);
+    expect(logged.map((l) => [l.level, l.msg])).toEqual([
+      ['error', 'Portcullis: pendingWork threw; the restart keeps waiting'],
+      [
+        'warn',
+        'Portcullis: work still in flight after 2000 ms; restarting anyway (deferralTimeoutMs)',
+      ],
+    ]);
+    // The next restart's wait logs a failing check again.
+    clock.advance(30_000);
+    scheduler.request({ delayMs: 0 });
+    clock.advance(0);
+    expect(logged).toHaveLength(3);
   });
 
   it.each([
     ['a string', '3'],
     ['undefined', undefined],
     ['NaN', Number.NaN],
-  ])('a check that returns %s restarts at once', (_label, value) => {
+  ])('a check that returns %s counts as unknown and keeps waiting', (_label, value) => {
     const { clock, scheduler, at, logged } = setup({
       pendingWork: () => value as unknown as number,
+      deferralTimeoutMs: 1_000,
     });
     scheduler.request({ delayMs: 10 });
     clock.advance(10);
-    expect(at()).toEqual([10]);
+    expect(at()).toEqual([]);
+    clock.advance(1_000);
+    expect(at()).toEqual([1_010]);
     expect(logged.map((l) => [l.level, l.msg])).toEqual([
-      ['error', 'Portcullis: pendingWork returned no number; restarting now'],
+      ['error', 'Portcullis: pendingWork returned no number; the restart keeps waiting'],
+      [
+        'warn',
+        'Portcullis: work still in flight after 1000 ms; restarting anyway (deferralTimeoutMs)',
+      ],
     ]);
+  });
+
+  it('skipDeferral: true restarts when due without asking pendingWork', () => {
+    let asked = 0;
+    const { clock, scheduler, at, logged } = setup({ pendingWork: () => ++asked });
+    scheduler.request({ delayMs: 100, skipDeferral: true });
+    clock.advance(100);
+    expect(at()).toEqual([100]);
+    expect(asked).toBe(0);
+    expect(logged).toEqual([]);
+    // It held for that restart only: the next one waits for work again.
+    scheduler.request({ delayMs: 0 });
+    clock.advance(30_000);
+    expect(at()).toEqual([100]);
+    expect(asked).toBe(1);
+  });
+
+  it('a skipDeferral request joining a pending restart makes it skip the wait', () => {
+    const { clock, scheduler, at } = setup({ pendingWork: () => 5 });
+    scheduler.request({ delayMs: 1_000, reason: 'a' });
+    expect(scheduler.request({ delayMs: 5_000, reason: 'b', skipDeferral: true })).toEqual({
+      coalesced: true,
+      delayMs: 1_000,
+      cooldownMsApplied: 0,
+    });
+    clock.advance(1_000);
+    expect(at()).toEqual([1_000]);
+  });
+
+  it('a skipDeferral request ends a wait under way, after its own delay', () => {
+    const { clock, scheduler, restarts } = setup({ pendingWork: () => 5 });
+    scheduler.request({ delayMs: 0, reason: 'a' });
+    clock.advance(2_000);
+    expect(scheduler.pending()).toMatchObject({ deferred: true });
+    expect(scheduler.request({ delayMs: 300, reason: 'now', skipDeferral: true })).toEqual({
+      coalesced: true,
+      delayMs: 300,
+      cooldownMsApplied: 0,
+    });
+    expect(scheduler.pending()).toEqual({ dueInMs: 300, reasons: ['a', 'now'] });
+    clock.advance(300);
+    expect(restarts).toEqual([{ at: 2_300, reasons: ['a', 'now'] }]);
+  });
+
+  it('skipDeferral: false, or a request without it, leaves a wait as it is', () => {
+    const { clock, scheduler, at } = setup({ pendingWork: () => 5, deferralTimeoutMs: 10_000 });
+    scheduler.request({ delayMs: 0 });
+    clock.advance(1_000);
+    scheduler.request({ delayMs: 0, skipDeferral: false });
+    clock.advance(8_999);
+    expect(at()).toEqual([]);
+    clock.advance(1);
+    expect(at()).toEqual([10_000]);
+  });
+
+  it.each([['true'], [1], [null]])('skipDeferral %j is refused with a TypeError', (value) => {
+    const { scheduler } = setup();
+    expect(() => scheduler.request({ skipDeferral: value as unknown as boolean })).toThrow(
+      new TypeError(`Portcullis: restart skipDeferral must be a boolean, got ${typeof value}`),
+    );
+    expect(scheduler.pending()).toBeUndefined();
   });
 
   it('a request during the deferral joins it; the cooldown counts from the real restart', () => {

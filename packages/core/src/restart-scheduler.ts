@@ -39,7 +39,8 @@ export interface RestartSchedulerOptions {
   /**
    * Work in flight (requests, jobs): a due restart waits while this returns a number above 0,
    * asking again every `deferralPollMs`, for at most `deferralTimeoutMs`. A check that throws or
-   * returns no number restarts at once (a broken check must not block restarts forever).
+   * returns no number counts as "unknown", not idle: the restart keeps waiting (the error logged
+   * once per wait), still bounded by `deferralTimeoutMs`.
    */
   pendingWork?: () => number;
   /** How often a deferred restart asks `pendingWork` again. @default 500 */
@@ -49,6 +50,16 @@ export interface RestartSchedulerOptions {
    * 0 never waits. @default 300_000
    */
   deferralTimeoutMs?: number;
+}
+
+/** What a restart request asks for. */
+export interface RestartRequest {
+  /** Delay before the restart (clamped to `[0, maxDelayMs]`). @default defaultDelayMs */
+  delayMs?: number;
+  /** Why: kept (bounded) and handed to `onRestart`. */
+  reason?: string;
+  /** Restart when due without waiting for `pendingWork`. @default false */
+  skipDeferral?: boolean;
 }
 
 /** What a restart request was answered. */
@@ -63,8 +74,12 @@ export interface RestartAttempt {
 
 /** Coalesces restart requests and keeps restarts `cooldownMs` apart. Lives as long as its process. */
 export interface RestartScheduler {
-  /** Asks for a restart; never rejected, only scheduled. Delays are clamped to `[0, maxDelayMs]`. */
-  request(options?: { delayMs?: number; reason?: string }): RestartAttempt;
+  /**
+   * Asks for a restart; never rejected, only scheduled. Delays are clamped to `[0, maxDelayMs]`.
+   * `skipDeferral: true` (exactly `true`) makes the pending restart run when due whatever
+   * `pendingWork` says, and ends a wait already under way.
+   */
+  request(options?: RestartRequest): RestartAttempt;
   /**
    * The pending restart, if any; `deferred: true` (only then present) while a due restart waits
    * for `pendingWork`, its `dueInMs` then 0.
@@ -196,6 +211,10 @@ class Scheduler {
   #dueAt = 0;
   /** When the due restart started waiting for `pendingWork` (undefined: it is not waiting). */
   #deferredSince: number | undefined;
+  /** A request of the pending restart asked it not to wait for work in flight. */
+  #skipDeferral = false;
+  /** The pending-work check failed during this wait (it is logged once per wait). */
+  #checkFailed = false;
   /** The timer's callback, made once. */
   readonly #onDue = () => this.#due();
 
@@ -204,7 +223,7 @@ class Scheduler {
     this.#longestWait = settings.maxDelayMs + settings.cooldownMs;
   }
 
-  request(req: { delayMs?: number; reason?: string } = {}): RestartAttempt {
+  request(req: RestartRequest = {}): RestartAttempt {
     const { cooldownMs, maxDelayMs, clock } = this.#s;
     const requested = req.delayMs ?? this.#s.defaultDelayMs;
     if (typeof requested !== 'number' || Number.isNaN(requested)) {
@@ -212,6 +231,11 @@ class Scheduler {
     }
     if (req.reason !== undefined && typeof req.reason !== 'string') {
       throw new TypeError(`Portcullis: restart reason must be a string, got ${typeof req.reason}`);
+    }
+    if (req.skipDeferral !== undefined && typeof req.skipDeferral !== 'boolean') {
+      throw new TypeError(
+        `Portcullis: restart skipDeferral must be a boolean, got ${typeof req.skipDeferral}`,
+      );
     }
     const delay = Math.min(Math.max(Math.floor(requested), 0), maxDelayMs);
     const now = clock.now();
@@ -224,9 +248,16 @@ class Scheduler {
       this.last === undefined ? 0 : Math.max(0, this.last + cooldownMs - now);
     const due = now + delay + cooldownMsApplied;
     if (req.reason !== undefined) this.#reasons.keep(req.reason);
+    if (req.skipDeferral === true) this.#skipDeferral = true;
     if (this.#timer !== undefined) {
-      // A restart waiting for work in flight is already due: nothing pulls it forward.
-      if (due < this.#dueAt && this.#deferredSince === undefined) this.#schedule(due, now);
+      // A restart waiting for work in flight is already due: nothing pulls it forward, except a
+      // request that will not wait, which it then runs after that request's own delay.
+      if (this.#deferredSince !== undefined) {
+        if (req.skipDeferral === true) {
+          this.#deferredSince = undefined;
+          this.#schedule(now + delay, now);
+        }
+      } else if (due < this.#dueAt) this.#schedule(due, now);
       return { coalesced: true, delayMs: Math.max(0, this.#dueAt - now), cooldownMsApplied };
     }
     this.#schedule(due, now);
@@ -246,16 +277,23 @@ class Scheduler {
   close(): void {
     if (this.#timer !== undefined) this.#s.timers.clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#deferredSince = undefined;
+    this.#endWait();
     this.#reasons.clear();
+  }
+
+  /** The pending restart ran or went: the next one waits for work again, with a fresh check. */
+  #endWait(): void {
+    this.#deferredSince = undefined;
+    this.#skipDeferral = false;
+    this.#checkFailed = false;
   }
 
   /** The timer of a due restart (or of a deferral's poll) ran: restart, unless work is in flight. */
   #due(): void {
     this.#timer = undefined;
     const { pendingWork } = this.#s;
-    if (pendingWork !== undefined && this.#waitForWork(pendingWork)) return;
-    this.#deferredSince = undefined;
+    if (pendingWork !== undefined && !this.#skipDeferral && this.#waitForWork(pendingWork)) return;
+    this.#endWait();
     this.#fire();
   }
 
@@ -275,29 +313,39 @@ class Scheduler {
       return false;
     }
     const work = this.#workOf(check);
-    if (work === undefined || work <= 0) return false;
+    if (work !== undefined && work <= 0) return false;
     const poll = Math.min(this.#s.deferralPollMs, deferralTimeoutMs - waited);
     this.#timer = this.#s.timers.setTimeout(this.#onDue, poll);
     return true;
   }
 
-  /** What `check` says is in flight; undefined (restart now) when it throws or says no number. */
+  /**
+   * What `check` says is in flight; undefined ("unknown": keep waiting) when it throws or says no
+   * number. Unknown is not idle: restarting then could cut off the very work the check failed to
+   * count. The failure is logged once per wait, not once per poll.
+   */
   #workOf(check: () => number): number | undefined {
     let work: unknown;
     try {
       work = check();
     } catch (error) {
-      this.#fail(error, 'Portcullis: pendingWork threw; restarting now');
+      this.#checkFailure(error, 'Portcullis: pendingWork threw; the restart keeps waiting');
       return undefined;
     }
     if (typeof work !== 'number' || Number.isNaN(work)) {
-      this.#fail(
+      this.#checkFailure(
         new TypeError(`pendingWork must return a number, got ${String(work)}`),
-        'Portcullis: pendingWork returned no number; restarting now',
+        'Portcullis: pendingWork returned no number; the restart keeps waiting',
       );
       return undefined;
     }
     return work;
+  }
+
+  #checkFailure(error: unknown, message: string): void {
+    if (this.#checkFailed) return;
+    this.#checkFailed = true;
+    this.#fail(error, message);
   }
 
   #fire(): void {

@@ -1,4 +1,4 @@
-import type { RestartAttempt, RestartScheduler } from '@portcullis/core';
+import type { RestartAttempt, RestartRequest, RestartScheduler } from '@portcullis/core';
 import { isControl } from './method-name.js';
 
 /** The reasons this wrapper passed on for one restart, and how many it dropped. */
@@ -34,7 +34,7 @@ export function boundReason(reason: string, max: number): string {
 /** A scheduler in front of which every reason is bounded, and the reasons it was given. */
 export interface BoundedRestarts {
   /** Asks the scheduler for a restart, with the reason bounded (or dropped, or the marker). */
-  request(ask: { delayMs?: number; reason?: string }): RestartAttempt;
+  request(ask: RestartRequest): RestartAttempt;
   /** The reasons passed on for the pending (or the last run) restart. */
   reasons(): RestartReasons;
 }
@@ -64,7 +64,7 @@ export function boundedRestarts(
     return ran || (typeof scheduler.pending === 'function' && scheduler.pending() === undefined);
   }
 
-  function request({ delayMs, reason: raw }: { delayMs?: number; reason?: string }) {
+  function request({ delayMs, reason: raw, skipDeferral }: RestartRequest) {
     if (cycleEnded()) {
       kept = new Set();
       dropped = 0;
@@ -86,6 +86,7 @@ export function boundedRestarts(
     const answer = scheduler.request({
       ...(delayMs !== undefined && { delayMs }),
       ...(forward !== undefined && { reason: forward }),
+      ...(skipDeferral === true && { skipDeferral }),
     });
     if (answer.coalesced === false) {
       // This request opened the pending restart. (Already known from pending() with core's

@@ -283,4 +283,30 @@ describe('restart reasons from the wire are bounded', () => {
     }
     expect(scheduler.pending()).toBeUndefined();
   });
+
+  it('skipDeferral: only the boolean true reaches the scheduler; other values wait as usual', async () => {
+    const clock = manualClock(0);
+    const restarts: number[] = [];
+    const scheduler = createRestartScheduler({
+      clock,
+      timers: clock,
+      pendingWork: () => 3,
+      onRestart: () => {
+        restarts.push(clock.now());
+      },
+    });
+    const request = vi.spyOn(scheduler, 'request');
+    const guarded = withRestartRequests(vi.fn(), { scheduler });
+    for (const skipDeferral of ['true', 1, 'yes', null, false]) {
+      await guarded('gateway.restart.request', { delayMs: 0, skipDeferral }, admin);
+    }
+    expect(request.mock.calls.map(([ask]) => ask)).toEqual(Array(5).fill({ delayMs: 0 }));
+    clock.advance(1_000);
+    expect(restarts).toEqual([]);
+    expect(scheduler.pending()).toMatchObject({ deferred: true });
+    await guarded('gateway.restart.request', { delayMs: 0, skipDeferral: true }, admin);
+    expect(request).toHaveBeenLastCalledWith({ delayMs: 0, skipDeferral: true });
+    clock.advance(0);
+    expect(restarts).toEqual([1_000]);
+  });
 });

@@ -1,4 +1,4 @@
-import type { RestartAttempt, RestartScheduler } from '@portcullis/core';
+import type { RestartAttempt, RestartRequest, RestartScheduler } from '@portcullis/core';
 import {
   integerOption,
   methodsOption,
@@ -22,6 +22,12 @@ export interface RestartRequestParams {
    * into spaces, and only the first `maxReasons` distinct reasons of a pending restart are kept.
    */
   readonly reason?: string;
+  /**
+   * `true` restarts when due whatever work is in flight (the scheduler's `pendingWork` is not
+   * waited for). Only the boolean `true` skips: any other value, a truthy string included, is
+   * read as `false`, so a loose client cannot bypass the wait by accident.
+   */
+  readonly skipDeferral?: boolean;
 }
 
 /** Options of {@link withRestartRequests}. */
@@ -75,12 +81,12 @@ function invalid(method: string, problem: string): PortcullisRpcError {
 }
 
 /** Reads untrusted wire params into a scheduler request, or throws an `INVALID_REQUEST` error. */
-function restartParams(method: string, params: unknown): { delayMs?: number; reason?: string } {
+function restartParams(method: string, params: unknown): RestartRequest {
   if (params === undefined || params === null) return {};
   if (typeof params !== 'object' || Array.isArray(params)) {
     throw invalid(method, 'params must be an object');
   }
-  const { delayMs, reason } = params as Record<string, unknown>;
+  const { delayMs, reason, skipDeferral } = params as Record<string, unknown>;
   if (delayMs !== undefined && (typeof delayMs !== 'number' || Number.isNaN(delayMs))) {
     throw invalid(method, 'delayMs must be a number');
   }
@@ -90,6 +96,7 @@ function restartParams(method: string, params: unknown): { delayMs?: number; rea
   return {
     ...(delayMs !== undefined && { delayMs }),
     ...(reason !== undefined && { reason }),
+    ...(skipDeferral === true && { skipDeferral }),
   };
 }
 
@@ -102,6 +109,7 @@ function restartParams(method: string, params: unknown): { delayMs?: number; rea
  * Params that are not `{ delayMs?: number, reason?: string }` reject with a
  * {@link PortcullisRpcError} with an `INVALID_REQUEST` shape (JSON-RPC −32602). Reasons are bounded
  * before they reach the scheduler: `maxReasonLength` each, `maxReasons` distinct per pending restart.
+ * `skipDeferral: true` (the boolean only) passes on; any other `skipDeferral` is read as false.
  * The wrapped dispatcher always returns a promise.
  * @param dispatch the dispatcher for every other method
  * @param options see {@link RestartRequestOptions}

@@ -53,9 +53,13 @@ export function createGateway(options) {
   const rl = bootConfig.gateway.auth.rateLimit;
   const services = { clock, timers, logger };
 
-  // Before any limiter decides: every decision from the first on is counted.
-  const metrics = createMetrics({ clock });
   const limiters = createFailureLimiters(rl, services);
+  // Before any limiter decides: every decision from the first on is counted, and the failure
+  // limiters' series are scraped at zero from the start.
+  const metrics = createMetrics({
+    clock,
+    limiters: [limiters.auth, limiters.browser, limiters.webhook],
+  });
   const resolveClient = createClientResolver({ trustedProxies, logger });
   // The status board reads the restart scheduler, the RPC quota store and session count and the
   // sockets, and all of them report to it; the callbacks below that name `board` or `sockets`

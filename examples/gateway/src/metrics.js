@@ -9,17 +9,19 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { instrument } from '@portcullis/otel';
 
 /** @import { Clock } from '@portcullis/core' */
+/** @import { KnownLimiter } from '@portcullis/otel' */
 
 /** The media type of the Prometheus text exposition format. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
- * @param {{ clock: Clock }} options `clock` tells when a lockout seen starting ends (the limiters')
+ * @param {{ clock: Clock, limiters?: readonly KnownLimiter[] }} options `clock` tells when a
+ *   lockout seen starting ends (the limiters'); `limiters` are exported at zero from the start
  */
-export function createMetrics({ clock }) {
+export function createMetrics({ clock, limiters = [] }) {
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const provider = new MeterProvider({ readers: [exporter] });
-  const instrumentation = instrument({ meterProvider: provider, clock });
+  const instrumentation = instrument({ meterProvider: provider, clock, limiters });
   // No prefix, no timestamps, no resource labels; `target_info` kept, scope labels left out (one
   // scope: @portcullis/otel), so the series read `portcullis_decisions_total{portcullis_limiter=…}`.
   const serializer = new PrometheusSerializer('', false, undefined, false, true);

@@ -79,7 +79,36 @@ const wrongStatusBearer = (h: Harness) =>
     headers: { authorization: 'Bearer wrong', 'x-forwarded-for': '203.0.113.9' },
   });
 
+/** The series of the gateway's failure limiters that the sequence above leaves at zero. */
+const ZERO_SERIES = {
+  'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth-browser",portcullis_outcome="allowed"}': 0,
+  'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth-browser",portcullis_outcome="locked"}': 0,
+  'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="webhook",portcullis_outcome="locked"}': 0,
+  'portcullis_lockouts_total{portcullis_layer="client",portcullis_limiter="auth-browser"}': 0,
+  'portcullis_lockouts_total{portcullis_layer="client",portcullis_limiter="webhook"}': 0,
+  'portcullis_lockouts_active{portcullis_limiter="auth-browser"}': 0,
+  'portcullis_lockouts_active{portcullis_limiter="webhook"}': 0,
+};
+
 describe('GET /metrics', () => {
+  it('exports the failure limiters at zero before the first decision', async () => {
+    g = await startGateway();
+    const { samples, types } = await scrape(g);
+    expect(portcullisSeries(samples)).toEqual({
+      'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth",portcullis_outcome="allowed"}': 0,
+      'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth",portcullis_outcome="locked"}': 0,
+      'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="webhook",portcullis_outcome="allowed"}': 0,
+      'portcullis_lockouts_total{portcullis_layer="client",portcullis_limiter="auth"}': 0,
+      'portcullis_lockouts_active{portcullis_limiter="auth"}': 0,
+      ...ZERO_SERIES,
+    });
+    expect(types).toMatchObject({
+      portcullis_decisions_total: 'counter',
+      portcullis_lockouts_total: 'counter',
+      portcullis_lockouts_active: 'gauge',
+    });
+  });
+
   it('serves exact counts of decisions and lockouts, and the lockouts in force', async () => {
     g = await startGateway();
     const h = g;
@@ -103,6 +132,8 @@ describe('GET /metrics', () => {
       'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="webhook",portcullis_outcome="allowed"}': 3,
       'portcullis_lockouts_total{portcullis_layer="client",portcullis_limiter="auth"}': 1,
       'portcullis_lockouts_active{portcullis_limiter="auth"}': 1,
+      // The failure limiters' series exist from the start, at zero until they count.
+      ...ZERO_SERIES,
     });
     expect(types).toMatchObject({
       portcullis_decisions_total: 'counter',

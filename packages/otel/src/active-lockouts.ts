@@ -32,6 +32,11 @@ export class ActiveLockouts {
     inForce.set(subject, until);
   }
 
+  /** `limiter` is reported from now on, at 0 until it has lockouts in force. */
+  declare(limiter: string): void {
+    if (!this.#byLimiter.has(limiter)) this.#byLimiter.set(limiter, new Map());
+  }
+
   /** `subject`'s lockout on `limiter` was lifted early (a reset). */
   remove(limiter: string, subject: string): void {
     this.#byLimiter.get(limiter)?.delete(subject);

@@ -21,38 +21,48 @@ export interface DecisionCounts {
   onDecision(message: unknown): void;
   /** Reports every count to a collecting reader. */
   observeDecisions(result: ObservableResult): void;
+  /** Makes `limiter`'s series of `outcome` (not a dry run) exist from now on, at 0. */
+  declare(limiter: string, outcome: DecisionReason): void;
 }
 
 /** Per limiter, one count per reason and dry-run flag: nothing allocated per decision. */
 export function decisionCounts(): DecisionCounts {
   const counts = new Map<string, (Count | undefined)[]>();
 
-  function onDecision(message: unknown): void {
-    const { limiter, decision } = message as PortcullisEvent;
-    // A reason from no Portcullis release (another publisher on the channel) is not recorded.
-    const reason = REASON_INDEX.get(decision?.reason);
-    if (reason === undefined) return;
-    const name = nameOf(limiter);
+  /** The count of `name`'s `reason` (and dry-run flag), created at 0 the first time. */
+  function countOf(name: string, reason: DecisionReason, index: number, dryRun: boolean): Count {
     let row = counts.get(name);
     if (row === undefined) {
       row = [];
       counts.set(name, row);
     }
-    const dryRun = decision.dryRun === true;
-    const index = reason * 2 + (dryRun ? 1 : 0);
-    const count = row[index];
-    if (count !== undefined) {
-      count.value++;
-      return;
+    const at = index * 2 + (dryRun ? 1 : 0);
+    let count = row[at];
+    if (count === undefined) {
+      count = {
+        attributes: Object.freeze({
+          'portcullis.limiter': name,
+          'portcullis.outcome': reason,
+          'portcullis.dry_run': dryRun,
+        }),
+        value: 0,
+      };
+      row[at] = count;
     }
-    row[index] = {
-      attributes: Object.freeze({
-        'portcullis.limiter': name,
-        'portcullis.outcome': decision.reason,
-        'portcullis.dry_run': dryRun,
-      }),
-      value: 1,
-    };
+    return count;
+  }
+
+  function onDecision(message: unknown): void {
+    const { limiter, decision } = message as PortcullisEvent;
+    // A reason from no Portcullis release (another publisher on the channel) is not recorded.
+    const index = REASON_INDEX.get(decision?.reason);
+    if (index === undefined) return;
+    countOf(nameOf(limiter), decision.reason, index, decision.dryRun === true).value++;
+  }
+
+  function declare(limiter: string, outcome: DecisionReason): void {
+    const index = REASON_INDEX.get(outcome);
+    if (index !== undefined) countOf(limiter, outcome, index, false);
   }
 
   function observeDecisions(result: ObservableResult): void {
@@ -61,5 +71,5 @@ export function decisionCounts(): DecisionCounts {
         if (count !== undefined) result.observe(count.value, count.attributes);
   }
 
-  return { onDecision, observeDecisions };
+  return { onDecision, observeDecisions, declare };
 }

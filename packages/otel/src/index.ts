@@ -3,3 +3,4 @@
  * @packageDocumentation
  */
 export { type Instrumentation, type InstrumentOptions, instrument } from './instrument.js';
+export type { KnownLimiter } from './known-limiters.js';

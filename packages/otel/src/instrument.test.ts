@@ -154,6 +154,44 @@ describe('instrument()', () => {
     });
   });
 
+  it('exports the series of the limiters it is given at zero, before any decision', async () => {
+    const { provider, collect } = sdk();
+    const clock = manualClock(0);
+    const auth = createFailureLimiter({ name: 'auth', clock, timers: clock });
+    const api = createWindowLimiter({ name: 'api', limit: 2, windowMs: 60_000 });
+    started({ meterProvider: provider, clock, limiters: [auth, api] });
+    const before = await collect();
+    expect(points(before.get('portcullis.decisions'))).toEqual({
+      [decisionLabel('auth', 'allowed')]: 0,
+      [decisionLabel('auth', 'locked')]: 0,
+      [decisionLabel('api', 'allowed')]: 0,
+      [decisionLabel('api', 'limited')]: 0,
+    });
+    expect(points(before.get('portcullis.lockouts'))).toEqual({
+      'portcullis.layer=client,portcullis.limiter=auth': 0,
+    });
+    expect(points(before.get('portcullis.lockouts.active'))).toEqual({
+      'portcullis.limiter=auth': 0,
+    });
+    api.consume('203.0.113.7');
+    auth.check('203.0.113.7');
+    expect(points((await collect()).get('portcullis.decisions'))).toMatchObject({
+      [decisionLabel('auth', 'allowed')]: 1,
+      [decisionLabel('auth', 'locked')]: 0,
+      [decisionLabel('api', 'allowed')]: 1,
+    });
+  });
+
+  it.each([[{}], [[{ name: 'x' }]], ['auth'], [[null]]])(
+    'refuses limiters that are not an array of limiters (%j)',
+    (limiters) => {
+      expect(() => instrument({ limiters: limiters as never })).toThrow(
+        expect.objectContaining({ code: 'ERR_PORTCULLIS_LIMITERS', option: 'limiters' }),
+      );
+      expect(channels.decision.hasSubscribers).toBe(false);
+    },
+  );
+
   it('shows the lockouts in force going up and down with the clock', async () => {
     const { provider, collect } = sdk();
     const clock = manualClock(0);

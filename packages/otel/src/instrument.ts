@@ -12,6 +12,7 @@ import { ActiveLockouts } from './active-lockouts.js';
 import { decisionCounts } from './decision-counts.js';
 import { errorType, layerOf, nameOf, subjectOf } from './event-attributes.js';
 import { createInstruments } from './instruments.js';
+import { type KnownLimiter, knownSeries } from './known-limiters.js';
 
 /** Options of {@link instrument}. */
 export interface InstrumentOptions {
@@ -27,6 +28,15 @@ export interface InstrumentOptions {
    * forgotten (the gauge under-counts rather than grow). @default 10_000
    */
   maxActiveLockouts?: number;
+  /**
+   * Limiters whose series are exported from the first scrape, at zero, as Prometheus users
+   * expect (an alert on `increase(…{portcullis_outcome="locked"}[5m])` needs the series to exist):
+   * `portcullis.decisions` for `allowed` and `locked` (a failure limiter) or `limited` (a window
+   * limiter), and, for a failure limiter, `portcullis.lockouts` of its client layer and
+   * `portcullis.lockouts.active`. Other limiters' series appear with their first decision.
+   * @default []
+   */
+  limiters?: readonly KnownLimiter[];
 }
 
 /** What {@link instrument} returns. */
@@ -42,6 +52,7 @@ const spec = {
   meterProvider: methodsOption<MeterProvider>('getMeter'),
   clock: methodsOption<Clock>('now'),
   maxActiveLockouts: integerOption(1),
+  limiters: knownSeries,
 };
 
 /**
@@ -59,8 +70,14 @@ export function instrument(options?: InstrumentOptions): Instrumentation {
   const meter = provider.getMeter('@portcullis/otel');
 
   const { decisions, lockouts, active, storeErrors, storeDuration } = createInstruments(meter);
-  const { onDecision, observeDecisions } = decisionCounts();
+  const { onDecision, observeDecisions, declare: declareDecisions } = decisionCounts();
   const inForce = new ActiveLockouts(o.maxActiveLockouts ?? 10_000);
+  for (const known of o.limiters ?? []) {
+    for (const outcome of known.outcomes) declareDecisions(known.name, outcome);
+    if (!known.locks) continue;
+    lockouts.add(0, { 'portcullis.limiter': known.name, 'portcullis.layer': 'client' });
+    inForce.declare(known.name);
+  }
 
   function onLockout(message: unknown): void {
     const event = message as PortcullisEvent & { layer?: unknown };

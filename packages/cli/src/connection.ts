@@ -1,12 +1,10 @@
-// One ioredis client (or Cluster), the RedisStore over it and the failure limiter the command acts
-// on; and what went wrong with Redis, if anything did.
+// The RedisStore over the command's Redis client (lazy-client.ts) and the failure limiter the
+// command acts on; and what went wrong with Redis, if anything did.
 import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
-import { Cluster, Redis } from 'ioredis';
+import { lazyClient } from './lazy-client.js';
 import type { RedisTarget } from './redis-url.js';
 
-/** How long connecting may take before it counts as a Redis failure. */
-const CONNECT_TIMEOUT_MS = 2000;
 /** How long one store call may take (connecting included); a command makes one or two. */
 const CALL_TIMEOUT_MS = 5000;
 
@@ -40,61 +38,11 @@ export interface Connection {
  * command should fail at once, not retry for ever.
  */
 export function open(place: Place): Connection {
-  const { target } = place;
-  const node = {
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    ...(target.username === undefined ? {} : { username: target.username }),
-    ...(target.password === undefined ? {} : { password: target.password }),
-    ...(target.tls ? { tls: {} } : {}),
-  };
+  const client = lazyClient(place.target, place.cluster);
   let storeError: string | undefined;
-  // The first error names the cause (`connect ECONNREFUSED …`); what follows is its echo
-  // (`Connection is closed.`).
-  let cause: string | undefined;
-  const noteCause = (error: unknown) => {
-    cause ??= error instanceof Error ? error.message : String(error);
-  };
-  let client: Redis | Cluster | undefined;
-  const inFlight = new Set<Promise<unknown>>();
-  let ready: Promise<void> | undefined;
-  const connect = (): Promise<void> => {
-    if (ready !== undefined) return ready;
-    client = place.cluster
-      ? new Cluster([{ host: target.host, port: target.port }], {
-          lazyConnect: true,
-          clusterRetryStrategy: () => null,
-          redisOptions: node,
-        })
-      : new Redis({
-          ...node,
-          host: target.host,
-          port: target.port,
-          db: target.db,
-          lazyConnect: true,
-          retryStrategy: () => null,
-          maxRetriesPerRequest: 0,
-        });
-    client.on('error', noteCause);
-    const connecting = client;
-    // ioredis reports a failed SELECT (a database out of range) as an error event and connects
-    // anyway, to database 0: nothing may be sent then.
-    ready = connecting.connect().then(() => {
-      if (cause === undefined) return;
-      connecting.disconnect();
-      throw new Error(cause);
-    });
-    ready.catch(noteCause);
-    return ready;
-  };
   const store = new RedisStore({
     // Connects at the first command, so that bad options fail before anything is sent.
-    sendCommand: (args) => {
-      const sent = connect().then(() => client!.call(args[0]!, ...args.slice(1)));
-      inFlight.add(sent);
-      const done = () => inFlight.delete(sent);
-      sent.then(done, done);
-      return sent;
-    },
+    sendCommand: (args) => client.send(args),
     prefix: place.prefix,
     // Refuse rather than decide in memory: an operator must learn that nothing reached Redis.
     onError: 'closed',
@@ -119,24 +67,14 @@ export function open(place: Place): Connection {
   return {
     limiter,
     failure() {
+      const cause = client.cause();
       if (cause === undefined && !store.degraded && storeError === undefined) return undefined;
       return cause ?? storeError ?? 'Redis failed';
     },
-    async settled() {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, CALL_TIMEOUT_MS);
-      });
-      const drained = (async () => {
-        // An answer may send the next command (SADD, then PEXPIRE).
-        while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
-      })();
-      await Promise.race([drained, late]);
-      clearTimeout(timer);
-    },
+    settled: () => client.settled(CALL_TIMEOUT_MS),
     close() {
       store.close();
-      client?.disconnect();
+      client.disconnect();
     },
   };
 }

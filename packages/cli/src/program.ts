@@ -1,6 +1,7 @@
 // The `portcullis` command: commander parses, this file acts and says what it did. Exit codes: 0
 // done, 1 Redis failed (the reason and the URL without its password), 2 bad usage (with the usage).
 import type { Decision, LockoutInfo } from '@portcullis/core';
+import { withoutUndefined } from '@portcullis/core/adapter';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Connection, open } from './connection.js';
 import { DURATION_FORMS, formatDuration, parseDuration } from './duration.js';
@@ -145,6 +146,11 @@ function subjectOf(command: Command, subject: string): { key: string; exempt: fa
   return { key: subject, exempt: false };
 }
 
+/** Writes one line of output. */
+function writeLine(io: Io, text: string): void {
+  io.stdout(`${text}\n`);
+}
+
 function lockoutLine(l: LockoutInfo): string {
   return JSON.stringify({
     scope: l.scope,
@@ -155,9 +161,9 @@ function lockoutLine(l: LockoutInfo): string {
   });
 }
 
-function build(io: Io): Command {
-  const out = (line: string) => io.stdout(`${line}\n`);
-  const program = new Command('portcullis')
+/** The program without its commands: the help, the version, where it writes. */
+function root(io: Io): Command {
+  return new Command('portcullis')
     .usage('<command> [options]')
     .description(
       'See and act on the lockouts of a Portcullis failure limiter whose store is Redis (RedisStore).',
@@ -179,7 +185,10 @@ function build(io: Io): Command {
         '  portcullis ban 203.0.113.7 --for 1h --scope device-token',
       ].join('\n'),
     );
+}
 
+/** `portcullis lockouts`: the lockouts in force, as a table or JSON lines. */
+function addLockouts(program: Command, io: Io): void {
   withTarget(
     program
       .command('lockouts')
@@ -189,13 +198,11 @@ function build(io: Io): Command {
   ).action(async (options: TargetOptions & { scope?: string; limit: number }, command: Command) => {
     const given = { '--limit': String(options.limit), '--scope': options.scope ?? '' };
     const found = await onLimiter(command, options, given, ({ limiter }) =>
-      limiter.lockouts({
-        limit: options.limit,
-        ...(options.scope === undefined ? {} : { scope: options.scope }),
-      }),
+      limiter.lockouts(withoutUndefined({ limit: options.limit, scope: options.scope })),
     );
-    if (options.json) for (const l of found) out(lockoutLine(l));
-    else if (found.length === 0) out(`no lockouts in force (${where(options, options.scope)})`);
+    if (options.json) for (const l of found) writeLine(io, lockoutLine(l));
+    else if (found.length === 0)
+      writeLine(io, `no lockouts in force (${where(options, options.scope)})`);
     else
       for (const line of table(
         ['SCOPE', 'KEY', 'LAYER', 'ENDS IN', 'UNTIL'],
@@ -207,11 +214,14 @@ function build(io: Io): Command {
           new Date(l.until).toISOString(),
         ]),
       ))
-        out(line);
+        writeLine(io, line);
     if (found.length === options.limit)
       io.stderr(`note: the ${found.length} soonest to end; there may be more (raise --limit)\n`);
   });
+}
 
+/** `portcullis unlock <subject>`: lifts a lockout and forgets the failures. */
+function addUnlock(program: Command, io: Io): void {
   withTarget(
     program
       .command('unlock')
@@ -225,11 +235,15 @@ function build(io: Io): Command {
       const d: Decision = await onLimiter(command, options, given, ({ limiter }) =>
         limiter.reset(who, options.scope),
       );
-      if (options.json) out(JSON.stringify({ action: 'unlock', scope: options.scope, key: d.key }));
-      else out(`unlocked ${printable(d.key)} (${where(options, options.scope)})`);
+      if (options.json)
+        writeLine(io, JSON.stringify({ action: 'unlock', scope: options.scope, key: d.key }));
+      else writeLine(io, `unlocked ${printable(d.key)} (${where(options, options.scope)})`);
     },
   );
+}
 
+/** `portcullis ban <subject> --for <duration>`: a lockout by hand. */
+function addBan(program: Command, io: Io): void {
   withTarget(
     program
       .command('ban')
@@ -253,7 +267,8 @@ function build(io: Io): Command {
       );
       if (d.reason !== 'locked') throw new Error(`Redis answered the ban with ${d.reason}`);
       if (options.json)
-        out(
+        writeLine(
+          io,
           JSON.stringify({
             action: 'ban',
             scope: options.scope,
@@ -263,12 +278,20 @@ function build(io: Io): Command {
           }),
         );
       else
-        out(
+        writeLine(
+          io,
           `banned ${printable(d.key)} for ${formatDuration(d.retryAfterMs)} (${where(options, options.scope)})` +
             (d.retryAfterMs > ms ? ': a longer lockout was already in force' : ''),
         );
     },
   );
+}
+
+function build(io: Io): Command {
+  const program = root(io);
+  addLockouts(program, io);
+  addUnlock(program, io);
+  addBan(program, io);
   return program;
 }
 

@@ -1,4 +1,5 @@
 import type { Clock, Logger } from '@portcullis/core';
+import { withoutUndefined } from '@portcullis/core/adapter';
 import { WHERE } from './options.js';
 import { isWaitReply, RedisTimeoutError } from './replies.js';
 import type { Settings } from './settings.js';
@@ -88,15 +89,15 @@ export class DurableLockouts {
         ? `reached ${reached} of ${this.replicas} replicas within ${this.timeoutMs}ms`
         : `failed (${error instanceof Error ? error.message : String(error)})`;
     o.logger?.warn(
-      {
+      withoutUndefined({
         code: 'PORTCULLIS_DURABILITY_SHORT',
         store: WHERE,
         prefix: o.prefix,
         replicas: this.replicas,
-        ...(reached !== undefined && { reached }),
+        reached,
         timeoutMs: this.timeoutMs,
-        ...(error !== undefined && { err: error }),
-      },
+        err: error,
+      }),
       `${WHERE}: WAIT after a lockout ${why}; a failover now may lose lockouts. Until a WAIT reaches the replicas again, at most one is sent per ${o.probeMs}ms`,
     );
   }

@@ -79,7 +79,14 @@ const wrongStatusBearer = (h: Harness) =>
     headers: { authorization: 'Bearer wrong', 'x-forwarded-for': '203.0.113.9' },
   });
 
-/** The series of the gateway's failure limiters that the sequence above leaves at zero. */
+/** The Prometheus type of each Portcullis series. */
+const SERIES_TYPES = {
+  portcullis_decisions_total: 'counter',
+  portcullis_lockouts_total: 'counter',
+  portcullis_lockouts_active: 'gauge',
+};
+
+/** The series of the gateway's failure limiters that the first test's sequence leaves at zero. */
 const ZERO_SERIES = {
   'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth-browser",portcullis_outcome="allowed"}': 0,
   'portcullis_decisions_total{portcullis_dry_run="false",portcullis_limiter="auth-browser",portcullis_outcome="locked"}': 0,
@@ -102,11 +109,7 @@ describe('GET /metrics', () => {
       'portcullis_lockouts_active{portcullis_limiter="auth"}': 0,
       ...ZERO_SERIES,
     });
-    expect(types).toMatchObject({
-      portcullis_decisions_total: 'counter',
-      portcullis_lockouts_total: 'counter',
-      portcullis_lockouts_active: 'gauge',
-    });
+    expect(types).toMatchObject(SERIES_TYPES);
   });
 
   it('serves exact counts of decisions and lockouts, and the lockouts in force', async () => {
@@ -135,11 +138,7 @@ describe('GET /metrics', () => {
       // The failure limiters' series exist from the start, at zero until they count.
       ...ZERO_SERIES,
     });
-    expect(types).toMatchObject({
-      portcullis_decisions_total: 'counter',
-      portcullis_lockouts_total: 'counter',
-      portcullis_lockouts_active: 'gauge',
-    });
+    expect(types).toMatchObject(SERIES_TYPES);
     // No key, address or origin in any label.
     expect(JSON.stringify(samples)).not.toMatch(/127\.0\.0\.1|203\.0\.113/);
 

@@ -1,11 +1,10 @@
 import type { ClientInfo, RawRequest } from '../client.js';
-import type {
-  FailureLimiter,
-  FailureLimiterOptions,
-  FailureLimiterReconfig,
+import {
+  type FailureLimiter,
+  type FailureLimiterOptions,
+  type FailureLimiterReconfig,
+  normalizeScope,
 } from '../failure-limiter.js';
-import type { GateClientOptions } from './gate-options.js';
-import { normalizeScope } from '../failure-limiter.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import { required } from '../options.js';
 import { authSubject } from '../subject.js';
@@ -21,7 +20,13 @@ import {
 import type { AuthLayers } from './auth-layers.js';
 import { checkLayered, decideOne, plainSequence } from './auth-sequence.js';
 import type { BrowserBudgetOptions, BudgetCheck } from './browser-budget.js';
-import { type AuthOutcome, checkOutcome, closeAll, flatLimiterOptions } from './gate-options.js';
+import {
+  type AuthOutcome,
+  checkOutcome,
+  closeAll,
+  flatLimiterOptions,
+  type GateClientOptions,
+} from './gate-options.js';
 import { authRefusals } from './refusals.js';
 
 export type { AuthOutcome } from './gate-options.js';

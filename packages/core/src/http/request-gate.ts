@@ -1,13 +1,12 @@
 import type { RawRequest } from '../client.js';
 import type { Clock, Timers } from '../clock.js';
-import type { GateClientOptions } from './gate-options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { Decision } from '../decision.js';
 import { createHeaderWriter, type HeaderMode } from '../headers.js';
 import type { Algorithm, Store } from '../store.js';
 import { checkCost, type WindowLimiter, type WindowLimiterReconfig } from '../window-limiter.js';
 import type { HttpAnswer } from './answer.js';
-import type { AdapterOptionSpec } from './gate-options.js';
+import type { AdapterOptionSpec, GateClientOptions } from './gate-options.js';
 import { type PerRequest, type Policy, unprefixed } from './policies.js';
 import { requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';

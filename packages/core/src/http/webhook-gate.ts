@@ -1,5 +1,4 @@
 import type { RawRequest } from '../client.js';
-import type { GateClientOptions } from './gate-options.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import {
   type FailureLimiter,
@@ -19,6 +18,7 @@ import {
   clientOptionSpec,
   flatLimiterOptions,
   flatLimiterSpec,
+  type GateClientOptions,
   gateLimiter,
   gateResolver,
 } from './gate-options.js';

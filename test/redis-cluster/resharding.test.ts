@@ -95,14 +95,23 @@ describeWithRedis('resharding a Redis Cluster under load', () => {
         .flatMap((n) => n.slots.map(([a]) => a)),
     );
     const inReshard = (slot: number) => slot >= first && slot < first + RESHARD_SLOTS;
+    // Sixteen slots in all: the subjects avoid the windows' slots too (the prefix is random, so
+    // two independent picks could share one).
+    const phase1Windows = pickKeys(
+      8,
+      (i) => `a-${i}`,
+      wKey,
+      (slot) => owner(slot) === source,
+    );
+    const windowSlots = new Set(phase1Windows.map((w) => keySlot(wKey(w))));
     const phase1 = {
-      windows: pickKeys(
+      windows: phase1Windows,
+      subjects: pickKeys(
         8,
-        (i) => `a-${i}`,
-        wKey,
-        (slot) => owner(slot) === source,
+        subject,
+        fKey,
+        (slot) => owner(slot) === source && !windowSlots.has(slot),
       ),
-      subjects: pickKeys(8, subject, fKey, (slot) => owner(slot) === source),
     };
     const phase2 = {
       windows: pickKeys(4, (i) => `b-${i}`, wKey, inReshard),

@@ -202,6 +202,19 @@ local function lockoutRule(arg)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
+-- The members of a distinct log (op d), stored after its n times as a >H length and the bytes
+-- of each; nil when the value holds none (a plain log).
+local function readMembers(raw, n)
+  if #raw <= 49 + 8 * n then return nil end
+  local members, pos = {}, 50 + 8 * n
+  for i = 1, n do
+    local len = sunpack('>H', raw, pos)
+    members[i] = string.sub(raw, pos + 2, pos + 1 + len)
+    pos = pos + 2 + len
+  end
+  return members
+end
+
 -- The stored value when it is of this kind and still live (now < expiresAt), else nil. A value of
 -- another kind is deleted (a rule changed algorithm): MemoryStore forgets it the same way, except
 -- live failure state met by a window call, which stays: then nil and the time it has left.
@@ -312,15 +325,7 @@ if code == 'xl' then
   end
   if locked ~= 0 then return 0 end
   local members
-  if kind == 'E' and #raw > 49 + 8 * n then
-    members = {}
-    local pos = 50 + 8 * n
-    for i = 1, n do
-      local len = sunpack('>H', raw, pos)
-      members[i] = string.sub(raw, pos + 2, pos + 1 + len)
-      pos = pos + 2 + len
-    end
-  end
+  if kind == 'E' then members = readMembers(raw, n) end
   local log, kept = {}, {}
   for i = 0, n - 1 do
     local t = sunpack('>d', raw, at + 8 * i)
@@ -616,15 +621,7 @@ if raw then
   storedUntil = lockedUntil
   -- (One unpack per time: no stack limit on n.)
   for i = 0, n - 1 do log[i + 1] = sunpack('>d', raw, at + 8 * i) end
-  if raw and #raw > 49 + 8 * n and string.sub(raw, 1, 1) == 'E' then
-    members = {}
-    local pos = 50 + 8 * n
-    for i = 1, n do
-      local len = sunpack('>H', raw, pos)
-      members[i] = string.sub(raw, pos + 2, pos + 1 + len)
-      pos = pos + 2 + len
-    end
-  end
+  if raw and string.sub(raw, 1, 1) == 'E' then members = readMembers(raw, n) end
 end
 
 -- A listing's read (RedisStore.lockouts, op n): the index may still name a key whose state is no

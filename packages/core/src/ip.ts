@@ -178,7 +178,37 @@ export function isLoopback(value: string): boolean {
  */
 export function subnetKey(ip: ParsedIp, subnet: number | false): string {
   if (ip.v === 4 || subnet === false || subnet >= 128) return formatIp(ip);
+  const carried = embeddedV4(ip.g);
+  if (carried !== undefined) return formatV4(carried);
   return `${formatV6(maskV6(ip.g, subnet))}/${subnet}`;
+}
+
+/**
+ * The key of the `/prefix` network around an IPv6 address (`2001:db8:1::/48`), or undefined for
+ * an address that is keyed by an IPv4 one (IPv4, or IPv6 carrying an IPv4 address): its networks
+ * are not IPv6 networks.
+ */
+export function networkKey(ip: ParsedIp, prefix: number): string | undefined {
+  if (ip.v === 4 || embeddedV4(ip.g) !== undefined) return undefined;
+  return `${formatV6(maskV6(ip.g, prefix))}/${prefix}`;
+}
+
+/**
+ * The IPv4 address an IPv6 one carries when it is a translation of it, and so is that IPv4 client:
+ * NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052: the last 32 bits), 6to4 (`2002::/16`, RFC
+ * 3056: the 32 bits after the prefix) and Teredo (`2001::/32`, RFC 4380: the last 32 bits, inverted).
+ * Cut to a /64 they would share one bucket per translator (every NAT64 client, every client of one
+ * Teredo server) or let one IPv4 host rotate through 65 536 networks (6to4).
+ */
+function embeddedV4(g: readonly number[]): number | undefined {
+  const g0 = g[0] as number;
+  const g1 = g[1] as number;
+  if (g0 === 0x2002) return ((g1 << 16) | (g[2] as number)) >>> 0;
+  const low = (((g[6] as number) << 16) | (g[7] as number)) >>> 0;
+  if (g0 === 0x2001 && g1 === 0) return ~low >>> 0;
+  if (g0 === 0x64 && g1 === 0xff9b && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0)
+    return low;
+  return undefined;
 }
 
 /**

@@ -65,17 +65,32 @@ export function stackHeaders(
   entries.push({ gate, name, headers });
   stacks.set(raw, entries);
   if (entries.length === 1) return headers;
+  return mergePolicies(
+    headers,
+    entries.map((e) => e.headers),
+  );
+}
+
+/**
+ * `headers` (the answer's own: its `Retry-After` when refused) with the policies of `all` (each a
+ * header writer's output, in order) as one structured-field list in `RateLimit-Policy` and
+ * `RateLimit`, and the legacy `X-RateLimit-*` of the most restrictive among them.
+ */
+export function mergePolicies(
+  headers: Readonly<Record<string, string>>,
+  all: readonly Readonly<Record<string, string>>[],
+): Readonly<Record<string, string>> {
+  if (headers['RateLimit-Policy'] === undefined) return headers;
   const merged: Record<string, string> = { ...headers };
-  merged['RateLimit-Policy'] = entries.map((e) => e.headers['RateLimit-Policy']).join(', ');
-  merged.RateLimit = entries.map((e) => e.headers.RateLimit).join(', ');
+  merged['RateLimit-Policy'] = all.map((h) => h['RateLimit-Policy']).join(', ');
+  merged.RateLimit = all.map((h) => h.RateLimit).join(', ');
   let strictest = headers;
-  for (const e of entries)
-    if (e.headers['X-RateLimit-Remaining'] !== undefined && moreRestrictive(e.headers, strictest))
-      strictest = e.headers;
+  for (const h of all)
+    if (h['X-RateLimit-Remaining'] !== undefined && moreRestrictive(h, strictest)) strictest = h;
   if (headers['X-RateLimit-Remaining'] !== undefined || strictest !== headers)
-    for (const h of LEGACY) {
-      const v = strictest[h];
-      if (v !== undefined) merged[h] = v;
+    for (const name of LEGACY) {
+      const v = strictest[name];
+      if (v !== undefined) merged[name] = v;
     }
   return merged;
 }

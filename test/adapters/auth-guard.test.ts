@@ -193,6 +193,15 @@ describe.each(frameworks)('authGuard — $name', (fw) => {
     expect((await login(app, '2001:db8:0:2::1', 'right')).status).toBe(200);
   });
 
+  it('ipv6Networks: guesses spread over a /56 lock the /56, not its neighbours', async () => {
+    const app = await start({ maxAttempts: 2, ipv6Networks: true });
+    // 2 per /64, 8 per /56: four /64s spend the /56.
+    for (let n = 0; n < 4; n++) await fail(app, `2001:db8:9:10${n}::1`, 2);
+    await expectLocked(app, '2001:db8:9:1ff::1', 'right', 300_000);
+    expect((await login(app, '2001:db8:9:200::1', 'right')).status).toBe(200);
+    expect((await login(app, '64:ff9b::203.0.113.9', 'right')).status).toBe(200);
+  });
+
   it('takes failure-limiter options (maxAttempts, lockoutMs)', async () => {
     clock = manualClock(T0);
     const app = await fw.build({

@@ -207,6 +207,33 @@ describe.each(frameworks)('rateLimit — $name', (fw) => {
     expect(await keyOf('2001:db8:1:2::1')).toBe('2001:db8:1:2::1');
   });
 
+  it('ipv6Networks: a client rotating through its /56 is held to 4 clients’ budget', async () => {
+    await start({ ipv6Networks: true });
+    // 3 per /64; the /56 2001:db8:7:100::/56 has 12, the /48 48.
+    for (let n = 0; n < 12; n++) {
+      const reply = await from(`2001:db8:7:1${n.toString(16).padStart(2, '0')}::1`);
+      expect(reply.status).toBe(200);
+    }
+    const refused = await from('2001:db8:7:1ff::1');
+    expect(refused.status).toBe(429);
+    expect(limitHeaders(refused)).toEqual({
+      'ratelimit-policy': '"default";q=3;w=60, "default-ipv6-56";q=12;w=60',
+      ratelimit: '"default";r=2;t=60, "default-ipv6-56";r=0;t=60',
+      'retry-after': '60',
+      'content-type': JSON_TYPE,
+    });
+    const ok = await from('2001:db8:7:200::1');
+    expect(limitHeaders(ok)).toMatchObject({
+      'ratelimit-policy':
+        '"default";q=3;w=60, "default-ipv6-56";q=12;w=60, "default-ipv6-48";q=48;w=60',
+      ratelimit: '"default";r=2;t=60, "default-ipv6-56";r=11;t=60, "default-ipv6-48";r=35;t=60',
+    });
+    // NAT64 clients are the IPv4 clients they carry: each its own budget, no network.
+    const nat64 = await from('64:ff9b::203.0.113.9');
+    expect(json(nat64)).toMatchObject({ decision: { key: '203.0.113.9', remaining: 2 } });
+    expect(limitHeaders(nat64)['ratelimit-policy']).toBe('"default";q=3;w=60');
+  });
+
   describe.each([
     ['synchronous', <T>(v: T) => v],
     ['asynchronous', <T>(v: T) => Promise.resolve(v)],

@@ -2,6 +2,7 @@ import type { ClientResolver } from '../client.js';
 import { PortcullisConfigError } from '../errors.js';
 import type { FailureLimiter, FailureLimiterOptions } from '../failure-limiter.js';
 import { failureLimiterOption } from '../failure-limiter.js';
+import { ipv6NetworksOption, checkNetworksWider } from '../ipv6-networks.js';
 import { func, integer, objectOption, parseOptions } from '../options.js';
 import { presets } from '../presets.js';
 import type { AuthLayerOptions } from './auth-layer-options.js';
@@ -21,6 +22,7 @@ import {
   gateResolver,
 } from './gate-options.js';
 import { LoopbackPenalty } from './loopback-penalty.js';
+import { NetworkBudgets } from './network-budgets.js';
 
 /** How an adapter builds a gate: its factory name for messages, whether `verify` is required, its own extra options. */
 export interface GateSetup {
@@ -56,6 +58,7 @@ const authGateSpec = {
   ...flatLimiterSpec,
   browserLimiter: failureLimiterOption,
   browserBudget: browserBudgetOption,
+  ipv6Networks: ipv6NetworksOption,
   ...authLayerSpec,
   ...clientOptionSpec,
 };
@@ -85,6 +88,8 @@ export interface AuthGateParts {
   /** Whether the scope budget is on (every attempt is layered then). */
   readonly scopeLayer: boolean;
   readonly penalty: LoopbackPenalty | undefined;
+  /** The IPv6 network budgets, when `ipv6Networks` is on. */
+  readonly networks: NetworkBudgets | undefined;
   readonly resolve: ClientResolver;
 }
 
@@ -137,6 +142,12 @@ export function authGateParts(
         )
       : undefined;
   if (layers !== undefined && o.browserLimiter === undefined) layers.watch(browserLimiter);
+  let networks: NetworkBudgets | undefined;
+  if (o.ipv6Networks !== undefined && o.ipv6Networks !== false) {
+    checkNetworksWider(o.ipv6Networks, limiter.config.ipv6Subnet, where);
+    networks = new NetworkBudgets(limiter, o.ipv6Networks);
+    for (const l of networks.limiters) layers?.watch(l);
+  }
   return {
     limiter,
     browserLimiter,
@@ -149,6 +160,7 @@ export function authGateParts(
       o.loopbackPenalty === undefined || o.loopbackPenalty === false
         ? undefined
         : new LoopbackPenalty(o.loopbackPenalty, own.timers),
+    networks,
     resolve: gateResolver(o),
   };
 }

@@ -7,7 +7,7 @@ import {
 } from '../failure-limiter.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import { required } from '../options.js';
-import { authSubject } from '../subject.js';
+import { type AuthSubject, authSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
 import { accountKey } from './account-key.js';
 import type { AuthLayerOptions } from './auth-layer-options.js';
@@ -18,6 +18,7 @@ import {
   parseAuthOptions,
 } from './auth-gate-setup.js';
 import type { AuthLayers } from './auth-layers.js';
+import type { Ipv6Network } from '../ipv6-networks.js';
 import { checkLayered, decideOne, plainSequence } from './auth-sequence.js';
 import type { BrowserBudgetOptions, BudgetCheck } from './browser-budget.js';
 import {
@@ -55,6 +56,13 @@ export interface AuthGateOptions<Req>
    * @default { perSite: maxAttempts, allOrigins: 3 × maxAttempts }
    */
   browserBudget?: BrowserBudgetOptions;
+  /**
+   * Budgets per IPv6 network beside each client's own (docs/design.md#ipv6-networks): failures of
+   * every client in one network count together, so rotating through a /48 does not multiply the
+   * guesses. `true`: a /56 with 4 × `maxAttempts`, a /48 with 16 ×. A success clears only the
+   * client's own count. @default false
+   */
+  ipv6Networks?: boolean | readonly Ipv6Network[];
 }
 
 /**
@@ -89,6 +97,11 @@ export interface AuthGate<Req> {
   readonly layers: readonly FailureLimiter[];
   /** The limiter for non-browser clients. */
   readonly limiter: FailureLimiter;
+  /**
+   * The IPv6 networks' limiters, narrowest first (empty when `ipv6Networks` is off): their
+   * `lockouts()` list the networks locked, `reset(networkKey)` lifts one.
+   */
+  readonly networks: readonly FailureLimiter[];
   /** The limiter for browser clients (requests with `Origin`). */
   readonly browserLimiter: FailureLimiter;
   /**
@@ -129,15 +142,25 @@ export function createAuthGate<Req>(
   /** The budgets a browser's attempt spends (its origin's; a loopback one's site and all origins). */
   function browserBudgetsOf(client: ClientInfo): readonly BudgetCheck[] {
     if (p.browserFollows) followMain(limiter, p.browserLimiter);
-    return p.browser.checks(client);
+    const checks = p.browser.checks(client);
+    if (p.networks === undefined || checks.length > 1) return checks;
+    return p.networks.checks(checks[0] as BudgetCheck, client.ip);
+  }
+
+  /** The budgets a non-browser attempt spends: the client's own, and its IPv6 networks'. */
+  function clientBudgetsOf(client: ClientInfo, subject: AuthSubject): readonly BudgetCheck[] {
+    const own = { limiter, subject };
+    return p.networks === undefined ? [own] : p.networks.checks(own, client.ip);
   }
 
   /** The budgets an attempt from `raw` spends: the client's own, or a browser's. */
   function budgetsOf(raw: RawRequest): readonly BudgetCheck[] {
     const client = p.resolve(raw);
     if (client.origin !== undefined) return browserBudgetsOf(client);
-    const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
-    return [{ limiter, subject }];
+    return clientBudgetsOf(
+      client,
+      authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
+    );
   }
 
   /** Whether the layers apply to an attempt: it names an account, or a scope budget is on. */
@@ -158,6 +181,8 @@ export function createAuthGate<Req>(
     const client = p.resolve(raw);
     if (client.origin === undefined) {
       const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+      if (p.networks !== undefined && !subject.exempt)
+        return sequenceOf(clientBudgetsOf(client, subject), l, found, scope, acct);
       // The plain login (no layers) takes no array of budgets: it is the path every user walks.
       const checked =
         l && checkLayered(r, l, limiter.config.dryRun, [{ limiter, subject }], scope, acct);
@@ -167,7 +192,17 @@ export function createAuthGate<Req>(
           : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
       return subject.exempt ? penalized(p, result, found) : result;
     }
-    const checks = browserBudgetsOf(client);
+    return sequenceOf(browserBudgetsOf(client), l, found, scope, acct);
+  }
+
+  /** The sequence over several budgets, layered when the layers apply. */
+  function sequenceOf(
+    checks: readonly BudgetCheck[],
+    l: AuthLayers | undefined,
+    found: 'ok' | 'invalid',
+    scope: string,
+    acct: string | undefined,
+  ): MaybePromise<GateResult> {
     // Undefined also for a loopback-exempt client, which the layers never count.
     const checked = l && checkLayered(r, l, limiter.config.dryRun, checks, scope, acct);
     return checked === undefined
@@ -210,6 +245,7 @@ export function createAuthGate<Req>(
     decide,
     layers: layers?.limiters ?? [],
     limiter,
+    networks: p.networks?.limiters ?? [],
     browserLimiter: p.browserLimiter,
     reconfigure(partial: FailureLimiterReconfig): void {
       limiter.reconfigure(partial);

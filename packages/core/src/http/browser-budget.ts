@@ -63,7 +63,7 @@ export function siblingOf(store: Store, role: string): Store {
 }
 
 /** Closes and forgets the siblings of `store`, and theirs (a browser store's aggregate stores). */
-function releaseSiblings(store: Store): void {
+export function releaseSiblings(store: Store): void {
   const byRole = siblings.take(store);
   if (byRole === undefined) return;
   for (const sibling of byRole.values()) {
@@ -118,7 +118,15 @@ function aggregatesOf(browser: FailureLimiter, options: BrowserBudgetOptions): A
   return found;
 }
 
-function follow(aggregate: FailureLimiter, maxAttempts: number, c: FailureLimiter['config']): void {
+/**
+ * Reconfigures a limiter built beside another (an aggregate budget, a network's) to `maxAttempts`
+ * and the other's window, lockout and dry run, when they differ: what it counted is kept.
+ */
+export function follow(
+  aggregate: FailureLimiter,
+  maxAttempts: number,
+  c: FailureLimiter['config'],
+): void {
   const a = aggregate.config;
   if (
     a.maxAttempts !== maxAttempts ||

@@ -7,6 +7,9 @@ import type { Algorithm, Store } from '../store.js';
 import { checkCost, type WindowLimiter, type WindowLimiterReconfig } from '../window-limiter.js';
 import type { HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec, GateClientOptions } from './gate-options.js';
+import type { Ipv6Network } from '../ipv6-networks.js';
+import type { NetworkAnswer, NetworkWindows } from './network-windows.js';
+import { releaseSiblings } from './browser-budget.js';
 import { type PerRequest, type Policy, unprefixed } from './policies.js';
 import { requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';
@@ -54,6 +57,12 @@ export interface RequestGateOptions<Req, Res = unknown> extends GateClientOption
   dryRun?: boolean;
   /** IPv6 clients are keyed by this prefix by default; `false` = full address. @default 64 */
   ipv6Subnet?: number | false;
+  /**
+   * Budgets per IPv6 network beside each client's own (docs/design.md#ipv6-networks), so that
+   * rotating through a /48 does not multiply the requests: `true` is a /56 with 4 × `limit` and a
+   * /48 with 16 ×. Needs a fixed `limit` and `windowMs`. @default false
+   */
+  ipv6Networks?: boolean | readonly Ipv6Network[];
   /**
    * Give a request's units back when it succeeded (see `requestWasSuccessful`): only failures
    * count, e.g. for a login route. Counted up front and refunded after, so no race lets extra
@@ -125,7 +134,7 @@ export function createRequestGate<Req, Res = unknown>(
 ): RequestGate<Req, Res> {
   const o = parseRequestOptions(options, extra, 'rateLimit');
   const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
-  const { limiter, policyOf, ownStore } = requestLimiters<Req>(o, mode);
+  const { limiter, policyOf, ownStore, networks } = requestLimiters<Req>(o, mode);
   let writerRule = limiter.rule;
   let writeHeaders = createHeaderWriter({
     windowMs: writerRule.windowMs,
@@ -167,6 +176,28 @@ export function createRequestGate<Req, Res = unknown>(
     return isPromise(d) ? d.then(done) : done(d);
   }
 
+  /** A request from an IPv6 client also spends in its networks (`ipv6Networks`). */
+  function spendInNetworks(
+    n: NetworkWindows,
+    key: string,
+    cost: number,
+    nets: readonly string[],
+  ): MaybePromise<RequestResult> {
+    const c = cost === 1 ? 1 : checkCost(cost);
+    const deletions = tracksOutcome ? limiter.store.deletions : undefined;
+    const done = (a: NetworkAnswer): RequestResult => {
+      if (a.decision.allowed)
+        refunds.remember(a.decision, a.decision, limiter, key, c, deletions, a.spent);
+      return requestResult(a.decision, a.headers);
+    };
+    const own = (d: Decision) => {
+      const a = n.spend(d, nets, c);
+      return isPromise(a) ? a.then(done) : done(a);
+    };
+    const d = limiter.consume(key, c);
+    return isPromise(d) ? d.then(own) : own(d);
+  }
+
   function spendUnder(p: Policy, key: string, cost: number): MaybePromise<RequestResult> {
     const c = cost === 1 ? 1 : checkCost(cost);
     const deletions = tracksOutcome ? p.limiter.store.deletions : undefined;
@@ -179,24 +210,35 @@ export function createRequestGate<Req, Res = unknown>(
     return isPromise(d) ? d.then(finish) : finish(d);
   }
 
-  function spendFor(key: string, cost: number, req: Req): MaybePromise<RequestResult> {
+  function spendFor(
+    key: string,
+    cost: number,
+    req: Req,
+    raw: RawRequest,
+  ): MaybePromise<RequestResult> {
+    if (networks !== undefined) {
+      const nets = networks.keysOf(raw);
+      if (nets !== undefined) return spendInNetworks(networks, key, cost, nets);
+    }
     if (policyOf === undefined) return spend(key, cost);
     const p = policyOf(req);
     return isPromise(p) ? p.then((q) => spendUnder(q, key, cost)) : spendUnder(p, key, cost);
   }
 
-  function withCost(key: string, req: Req): MaybePromise<RequestResult> {
-    if (typeof costOpt !== 'function') return spendFor(key, costOpt ?? 1, req);
+  function withCost(key: string, req: Req, raw: RawRequest): MaybePromise<RequestResult> {
+    if (typeof costOpt !== 'function') return spendFor(key, costOpt ?? 1, req, raw);
     const cost = costOpt(req);
-    return isPromise(cost) ? cost.then((c) => spendFor(key, c, req)) : spendFor(key, cost, req);
+    return isPromise(cost)
+      ? cost.then((c) => spendFor(key, c, req, raw))
+      : spendFor(key, cost, req, raw);
   }
 
   function counted(raw: RawRequest, req: Req): MaybePromise<RequestResult> {
-    if (keyFn === undefined) return withCost(defaultKey(raw), req);
+    if (keyFn === undefined) return withCost(defaultKey(raw), req, raw);
     const key = keyFn(req, defaultKey(raw));
     return isPromise(key)
-      ? key.then((k) => withCost(checkKey(k), req))
-      : withCost(checkKey(key), req);
+      ? key.then((k) => withCost(checkKey(k), req, raw))
+      : withCost(checkKey(key), req, raw);
   }
 
   const closeGate = gateOpened();
@@ -229,6 +271,9 @@ export function createRequestGate<Req, Res = unknown>(
     track: (result, rawRes, req, res) => refunds.track(result, rawRes, req, res),
     close(): MaybePromise<void> {
       closeGate();
+      // The networks' stores are siblings of the limiter's: they go with a store the gate built.
+      if (networks !== undefined && o.limiter === undefined && o.store === undefined)
+        releaseSiblings(limiter.store);
       if (ownStore !== undefined) return ownStore.close();
       return o.limiter === undefined ? limiter.close() : undefined;
     },

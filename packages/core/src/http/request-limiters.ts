@@ -1,6 +1,9 @@
 import { compileClientRules, type RawRequest } from '../client.js';
 import type { Clock, Timers } from '../clock.js';
 import { subnetKey } from '../ip.js';
+import { checkNetworksWider, ipv6NetworksOption } from '../ipv6-networks.js';
+import { PortcullisConfigError } from '../errors.js';
+import { NetworkWindows } from './network-windows.js';
 import type { Logger } from '../events.js';
 import { MemoryStore } from '../memory-store.js';
 import {
@@ -45,6 +48,7 @@ const requestGateSpec = {
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+  ipv6Networks: ipv6NetworksOption,
   skipSuccessfulRequests: boolean,
   skipFailedRequests: boolean,
   requestWasSuccessful: fn,
@@ -82,6 +86,8 @@ export interface RequestLimiters<Req> {
   readonly policyOf: ((req: Req) => MaybePromise<Policy>) | undefined;
   /** The store the gate built for its policies (closed with the gate). */
   readonly ownStore: MemoryStore | undefined;
+  /** The IPv6 network budgets, when `ipv6Networks` is on. */
+  readonly networks: NetworkWindows | undefined;
 }
 
 /** The gate's limiters. Per-request policies share one store; the gate builds it when none is given. */
@@ -92,6 +98,19 @@ export function requestLimiters<Req>(
   const limitOpt = o.limit as PerRequest<Req, number> | undefined;
   const windowOpt = o.windowMs as PerRequest<Req, number> | undefined;
   const perRequest = typeof limitOpt === 'function' || typeof windowOpt === 'function';
+  const nets =
+    o.ipv6Networks === undefined || o.ipv6Networks === false ? undefined : o.ipv6Networks;
+  if (nets !== undefined) {
+    checkNetworksWider(nets, (o.ipv6Subnet ?? 64) as number | false, 'rateLimit');
+    // A network's budget is a multiple of one client's: there is no one client budget to multiply
+    // when each request names its own.
+    if (perRequest)
+      throw new PortcullisConfigError(
+        'ERR_PORTCULLIS_IPV6_NETWORKS',
+        'ipv6Networks',
+        'rateLimit: "ipv6Networks" needs a fixed "limit" and "windowMs" (not functions of the request)',
+      );
+  }
   const storeOptions = withoutUndefined({
     maxEntries: o.maxEntries,
     clock: o.clock,
@@ -125,7 +144,8 @@ export function requestLimiters<Req>(
         mode,
       )
     : undefined;
-  return { limiter, policyOf, ownStore };
+  const networks = nets === undefined ? undefined : new NetworkWindows(limiter, nets, o, mode);
+  return { limiter, policyOf, ownStore, networks };
 }
 
 /**

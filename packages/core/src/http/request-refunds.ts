@@ -4,6 +4,7 @@ import type { Logger } from '../events.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import { callSafely, tell } from '../safe-call.js';
 import type { WindowLimiter } from '../window-limiter.js';
+import type { NetworkSpend } from './network-windows.js';
 import type { RawResponse, RequestResult } from './request-gate.js';
 
 /** The request gate's options that say which outcomes give a request's units back. */
@@ -31,6 +32,8 @@ interface Spent {
   readonly at: number;
   readonly deletions: number | undefined;
   readonly made: Decision;
+  /** What the client's IPv6 networks spent for the same request, given back with it. */
+  readonly networks: readonly NetworkSpend[] | undefined;
 }
 
 /** Whether the store counted the units of an allowed decision ('fallback': the fallback store did). */
@@ -73,11 +76,20 @@ export class Refunds<Req, Res> {
     key: string,
     cost: number,
     deletions: number | undefined,
+    networks?: readonly NetworkSpend[],
   ): void {
     // Only a decision that spent units can give them back: a dry run's would-be refusal (allowed,
     // reason 'limited' or 'overflow') and an 'open' store error counted nothing.
     if (this.tracks && spends(d))
-      this.#spent.set(d, { limiter, key, cost, at: this.#rule.clock.now(), deletions, made });
+      this.#spent.set(d, {
+        limiter,
+        key,
+        cost,
+        at: this.#rule.clock.now(),
+        deletions,
+        made,
+        networks,
+      });
   }
 
   /**
@@ -103,17 +115,21 @@ export class Refunds<Req, Res> {
         { code: 'PORTCULLIS_REFUND_ERROR', err },
         `Portcullis: a refund failed: ${String(err)}`,
       );
+    const giveBack = (
+      limiter: WindowLimiter,
+      key: string,
+      made: Decision,
+      deletions: number | undefined,
+    ) => {
+      // A reset since the spend took the units with it: what the window holds now is newer.
+      if (limiter.store.deletions !== deletions || !spends(made)) return;
+      const out = limiter.refund(key, record.cost, clock.now() - record.at, made);
+      if (isPromise(out)) out.then(undefined, reportRefund);
+    };
     const refund = (successful: boolean) => {
       if (successful ? !skipSuccessful : !skipFailed) return;
-      // A reset since the spend took the units with it: what the window holds now is newer.
-      if (record.limiter.store.deletions !== record.deletions) return;
-      const out = record.limiter.refund(
-        record.key,
-        record.cost,
-        clock.now() - record.at,
-        record.made,
-      );
-      if (isPromise(out)) out.then(undefined, reportRefund);
+      giveBack(record.limiter, record.key, record.made, record.deletions);
+      for (const n of record.networks ?? []) giveBack(n.limiter, n.key, n.made, n.deletions);
     };
     // An aborted request (the client left before the response ended) counts as failed.
     if (aborted) refund(false);

@@ -97,6 +97,10 @@ const OUTPUT: Record<string, string[]> = {
   'express-per-request.mjs': perRequest(),
   'express-reconfigure.mjs': reconfigured(),
   'express-stacked.mjs': stacked(),
+  'express-ipv6-networks.mjs': [
+    '429 "default";r=1;t=60, "default-ipv6-56";r=0;t=60',
+    '200 203.0.113.9',
+  ],
   'express-usage.mjs': usage(94),
   'fastify-defence-in-depth.mjs': defence(),
   'fastify-hook.mjs': [

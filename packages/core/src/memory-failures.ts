@@ -33,31 +33,24 @@ export class FailureSlots {
     return failureCheck(slot, now, rule, key);
   }
 
+  /**
+   * A failure for `key`; with `member`, one where only distinct members count (see
+   * `Store.recordDistinct`).
+   */
   record(
     table: KeyIndex<Slot>,
     prefix: string,
     key: string,
     rule: FailureRule,
     now: number,
+    member?: string,
   ): FailureDecision {
     const slot = this.#held(table, prefix, key, rule, now);
     if (slot === undefined) return overflowDecision(this.#pool, key, rule.maxAttempts, now);
-    const d = failureRecord(slot, now, rule, key);
-    this.#put(slot, rule, now);
-    return d;
-  }
-
-  /** A failure against `member`, where only distinct members count (see `Store.recordDistinct`). */
-  recordDistinct(
-    table: KeyIndex<Slot>,
-    key: string,
-    member: string,
-    rule: FailureRule,
-    now: number,
-  ): FailureDecision {
-    const slot = this.#held(table, '', key, rule, now);
-    if (slot === undefined) return overflowDecision(this.#pool, key, rule.maxAttempts, now);
-    const d = failureRecordDistinct(slot, now, rule, key, member);
+    const d =
+      member === undefined
+        ? failureRecord(slot, now, rule, key)
+        : failureRecordDistinct(slot, now, rule, key, member);
     this.#put(slot, rule, now);
     return d;
   }

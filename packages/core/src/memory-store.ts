@@ -7,16 +7,7 @@ import { WindowSlots } from './memory-windows.js';
 import { integer, parseOptions, timerDelay, withMethods } from './options.js';
 import { type Kind, type Slot, SlotPool } from './slot-pool.js';
 import { clampSlot, hasPrefix, restampSlot } from './slot-state.js';
-import type {
-  FailureDecision,
-  FailureRule,
-  Store,
-  StoreAnswer,
-  StoreCall,
-  StoreLockout,
-  TrustRule,
-  WindowRule,
-} from './store.js';
+import type * as store from './store.js';
 import { callStore } from './store-batch.js';
 import { TrustTable } from './trust-table.js';
 
@@ -64,7 +55,7 @@ const memoryStoreSpec = {
  * state means for its expiry and protection slot-state.ts'; which keys are admitted, which go
  * when it is full, and the slots they live in are its slot pool's (slot-pool.ts).
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements store.Store {
   readonly #slots = new KeyIndex<Slot>();
   /** The failure tables handed out by {@link MemoryStore.failureTable}, by name. */
   readonly #tables = new Map<string, FailureTable>();
@@ -116,7 +107,7 @@ export class MemoryStore implements Store {
     return new MemoryStore({ maxEntries: this.#max, clock: this.#clock, timers: this.#timers });
   }
 
-  consume(key: string, rule: WindowRule, cost: number): Decision {
+  consume(key: string, rule: store.WindowRule, cost: number): Decision {
     const now = this.#now();
     const slot = this.#windows.live(key, rule.algorithm, now);
     if (
@@ -139,28 +130,28 @@ export class MemoryStore implements Store {
     return this.#windows.consume(key, rule, cost, now, slot);
   }
 
-  refund(key: string, rule: WindowRule, cost: number, agoMs: number): void {
+  refund(key: string, rule: store.WindowRule, cost: number, agoMs: number): void {
     this.#windows.refund(key, rule, cost, agoMs, this.#now());
   }
 
-  peek(key: string, rule: WindowRule): Decision {
+  peek(key: string, rule: store.WindowRule): Decision {
     return this.#windows.peek(key, rule, this.#now());
   }
 
-  checkFailures(key: string, rule: FailureRule): Decision {
+  checkFailures(key: string, rule: store.FailureRule): Decision {
     return this.#failures.check(this.#slots, key, rule, this.#now());
   }
 
-  recordFailure(key: string, rule: FailureRule): FailureDecision {
+  recordFailure(key: string, rule: store.FailureRule): store.FailureDecision {
     return this.#failures.record(this.#slots, '', key, rule, this.#now());
   }
 
-  recordSuccess(key: string, rule: FailureRule): Decision {
+  recordSuccess(key: string, rule: store.FailureRule): Decision {
     return this.#failures.success(this.#slots, key, rule, this.#now());
   }
 
-  recordDistinct(key: string, member: string, rule: FailureRule): FailureDecision {
-    return this.#failures.recordDistinct(this.#slots, key, member, rule, this.#now());
+  recordDistinct(key: string, member: string, rule: store.FailureRule): store.FailureDecision {
+    return this.#failures.record(this.#slots, '', key, rule, this.#now(), member);
   }
 
   /**
@@ -168,7 +159,7 @@ export class MemoryStore implements Store {
    * like an earned one; a lockout in force that ends later stays as it is. When the store is full
    * of lockouts there is no room for it: the answer is `overflow`.
    */
-  ban(key: string, rule: FailureRule, ms: number): FailureDecision {
+  ban(key: string, rule: store.FailureRule, ms: number): store.FailureDecision {
     return this.#failures.ban(this.#slots, '', key, rule, ms, this.#now());
   }
 
@@ -177,11 +168,11 @@ export class MemoryStore implements Store {
    * end first, at most `limit` (see `Store.lockouts`): each read under `rule` as a check would
    * read it (clamped, and forgotten when over). O(keys held).
    */
-  lockouts(prefix: string, limit: number, rule: FailureRule): StoreLockout[] {
+  lockouts(prefix: string, limit: number, rule: store.FailureRule): store.StoreLockout[] {
     return this.#failures.lockouts(prefix, limit, rule, this.#now());
   }
 
-  trust(table: string, group: string, member: string, rule: TrustRule): void {
+  trust(table: string, group: string, member: string, rule: store.TrustRule): void {
     let t = this.#trust.get(table);
     if (t === undefined) {
       t = new TrustTable();
@@ -190,7 +181,12 @@ export class MemoryStore implements Store {
     t.add(group, member, this.#now(), rule);
   }
 
-  trusted(table: string, member: string, groups: readonly string[], rule: TrustRule): boolean[] {
+  trusted(
+    table: string,
+    member: string,
+    groups: readonly string[],
+    rule: store.TrustRule,
+  ): boolean[] {
     const t = this.#trust.get(table);
     const now = this.#now();
     return groups.map((g) => t?.has(g, member, now, rule) === true);
@@ -200,11 +196,11 @@ export class MemoryStore implements Store {
    * The calls one after another (see `Store.batch`): in one process that is already atomic. They
    * all read the clock's time as of the batch's start, as one script on a shared store does.
    */
-  batch(calls: readonly StoreCall[]): StoreAnswer[] {
+  batch(calls: readonly store.StoreCall[]): store.StoreAnswer[] {
     this.#pinned = this.#now();
     try {
-      const out: StoreAnswer[] = [];
-      for (const c of calls) out.push(callStore(this, c) as StoreAnswer);
+      const out: store.StoreAnswer[] = [];
+      for (const c of calls) out.push(callStore(this, c) as store.StoreAnswer);
       return out;
     } finally {
       this.#pinned = undefined;
@@ -270,7 +266,11 @@ export class MemoryStore implements Store {
    * protected from eviction, as `after` says, so a widened window keeps its count past the end the
    * old rule stamped. Counts, starts and lockouts are kept as they are. O(keys held).
    */
-  restamp(prefix: string, before: WindowRule | FailureRule, after: WindowRule | FailureRule): void {
+  restamp(
+    prefix: string,
+    before: store.WindowRule | store.FailureRule,
+    after: store.WindowRule | store.FailureRule,
+  ): void {
     const now = this.#now();
     const kind: Kind = 'algorithm' in after ? after.algorithm : 'failure';
     for (let slot = this.#pool.oldest; slot !== undefined; ) {

@@ -2,16 +2,15 @@
 // protected, by kind, after a clock that stepped back or under a reconfigured rule; and how a new
 // state is recorded into its slot. The algorithms (algorithms/*.ts) read and write the state; the
 // pool (slot-pool.ts) admits and evicts by these two instants.
+import { clampStart } from './algorithms/clamp.js';
 import { failureClamp, failureExpiresAt, failurePrune } from './algorithms/failure-log.js';
 import {
   fixedWindowBlockedUntil,
-  fixedWindowClamp,
   fixedWindowExpiresAt,
   type FixedWindowState,
 } from './algorithms/fixed-window.js';
 import {
   slidingWindowBlockedUntil,
-  slidingWindowClamp,
   slidingWindowExpiresAt,
   slidingWindowRoll,
   type SlidingWindowState,
@@ -41,13 +40,13 @@ export function clampSlot(
   let protectedUntil: number;
   switch (slot.kind) {
     case 'fixed-window': {
-      if (!fixedWindowClamp(slot, now)) return;
+      if (!clampStart(slot, now)) return;
       expiresAt = fixedWindowExpiresAt(slot, rule as WindowRule);
       protectedUntil = fixedWindowBlockedUntil(slot, rule as WindowRule);
       break;
     }
     case 'sliding-window': {
-      if (!slidingWindowClamp(slot, now)) return;
+      if (!clampStart(slot, now)) return;
       expiresAt = slidingWindowExpiresAt(slot, rule as WindowRule);
       protectedUntil = slidingWindowBlockedUntil(slot, now, rule as WindowRule);
       break;

@@ -1,5 +1,6 @@
 import { type Decision, decision } from '../decision.js';
 import type { WindowRule } from '../store.js';
+import { clampStart } from './clamp.js';
 
 /**
  * Fixed window anchored at the first call: `count` units spent since `start`. The window ends at
@@ -10,16 +11,6 @@ export interface FixedWindowState {
   count: number;
 }
 
-/**
- * A window that starts in the future (the clock stepped back) starts now instead, keeping its
- * count: it never lasts more than `windowMs` from now. Mutates `state`; true when it changed it.
- */
-export function fixedWindowClamp(state: FixedWindowState, now: number): boolean {
-  if (state.start <= now) return false;
-  state.start = now;
-  return true;
-}
-
 /** Rolls an absent or ended window to a fresh one starting at `now` (clamping a future start). */
 export function fixedWindowRoll(
   state: FixedWindowState | undefined,
@@ -27,7 +18,7 @@ export function fixedWindowRoll(
   rule: WindowRule,
 ): FixedWindowState {
   if (state === undefined || now >= state.start + rule.windowMs) return { start: now, count: 0 };
-  fixedWindowClamp(state, now);
+  clampStart(state, now);
   return state;
 }
 
@@ -57,7 +48,7 @@ export function fixedWindowConsume(
 
 /**
  * What a call of cost 1 would get, without spending; an absent window reports `resetMs` 0. A store
- * clamps `state` first ({@link fixedWindowClamp}) and keeps the clamped start.
+ * clamps `state` first ({@link clampStart}) and keeps the clamped start.
  */
 export function fixedWindowPeek(
   state: FixedWindowState | undefined,

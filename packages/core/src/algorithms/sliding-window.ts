@@ -1,5 +1,6 @@
 import { type Decision, decision } from '../decision.js';
 import type { WindowRule } from '../store.js';
+import { clampStart } from './clamp.js';
 
 /**
  * Weighted two-window counter: the previous window's count weighs in proportion to how much of it
@@ -15,17 +16,6 @@ export interface SlidingWindowState {
   curr: number;
 }
 
-/**
- * A current window that starts in the future (the clock stepped back) starts now instead, keeping
- * both counts: nothing then waits more than two windows from now, the time the state takes to
- * drain entirely. Mutates `state`; true when it changed it.
- */
-export function slidingWindowClamp(state: SlidingWindowState, now: number): boolean {
-  if (state.start <= now) return false;
-  state.start = now;
-  return true;
-}
-
 /** Advances the state to the window containing `now` (clamping a future start first). */
 export function slidingWindowRoll(
   state: SlidingWindowState | undefined,
@@ -33,7 +23,7 @@ export function slidingWindowRoll(
   rule: WindowRule,
 ): SlidingWindowState {
   if (state === undefined) return { start: now, prev: 0, curr: 0 };
-  slidingWindowClamp(state, now);
+  clampStart(state, now);
   const steps = Math.floor((now - state.start) / rule.windowMs);
   if (steps === 1) {
     state.prev = state.curr;
@@ -112,7 +102,7 @@ export function slidingWindowConsume(
 
 /**
  * What a call of cost 1 would get, without changing the state. A store clamps `state` first
- * ({@link slidingWindowClamp}) and keeps the clamped start.
+ * ({@link clampStart}) and keeps the clamped start.
  */
 export function slidingWindowPeek(
   state: SlidingWindowState | undefined,

@@ -38,10 +38,21 @@ export function fallbackStore(
 export class Fallback {
   constructor(private readonly s: Shared) {}
 
+  /** The shared state, once the error of the call that failed (none during an outage) is noted. */
+  #failed(error: unknown): Shared {
+    if (error !== undefined) this.s.outage.fail(error);
+    return this.s;
+  }
+
+  /** The fallback store for a write that only it keeps (under `fallback`; lost under the others). */
+  #kept(error: unknown): MemoryStore | undefined {
+    const s = this.#failed(error);
+    return s.policy === 'fallback' ? s.local : undefined;
+  }
+
   /** A consume of `cost`, or a peek (`cost` undefined). */
   window(key: string, rule: WindowRule, cost: number | undefined, error: unknown): Decision {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
+    const s = this.#failed(error);
     let d: Decision;
     if (s.policy === 'fallback') {
       const local = cost === undefined ? s.local.peek(key, rule) : s.local.consume(key, rule, cost);
@@ -54,9 +65,7 @@ export class Fallback {
 
   /** A refund Redis could not take: under `fallback` the fallback store gets it, else it is lost. */
   refund(key: string, rule: WindowRule, cost: number, agoMs: number, error: unknown): void {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
-    if (s.policy === 'fallback') s.local.refund(key, rule, cost, agoMs);
+    this.#kept(error)?.refund(key, rule, cost, agoMs);
   }
 
   /** A failure call; a lockout the fallback store starts is remembered, to be written back. */
@@ -67,8 +76,7 @@ export class Fallback {
     error: unknown,
     member?: string,
   ): FailureDecision {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
+    const s = this.#failed(error);
     const now = s.clock.now();
     const seen = s.seen.left(key, rule, now);
     let d: FailureDecision;
@@ -96,8 +104,7 @@ export class Fallback {
 
   /** A ban by hand: the fallback store bans, and the ban is written back when Redis returns. */
   ban(key: string, rule: FailureRule, ms: number, error: unknown): FailureDecision {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
+    const s = this.#failed(error);
     const d = s.local.ban(key, rule, ms);
     if (d.reason === 'locked') {
       const now = s.clock.now();
@@ -108,9 +115,7 @@ export class Fallback {
 
   /** A trust write: kept by the fallback store under `fallback`, else not kept. */
   trust(table: string, group: string, member: string, rule: TrustRule, error: unknown): void {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
-    if (s.policy === 'fallback') s.local.trust(table, group, member, rule);
+    this.#kept(error)?.trust(table, group, member, rule);
   }
 
   /** A trust read: the fallback store's under `fallback`; every group under `open`, none else. */
@@ -121,8 +126,7 @@ export class Fallback {
     rule: TrustRule,
     error: unknown,
   ): boolean[] {
-    const s = this.s;
-    if (error !== undefined) s.outage.fail(error);
+    const s = this.#failed(error);
     if (s.policy === 'fallback') return s.local.trusted(table, member, groups, rule);
     return groups.map(() => s.policy === 'open');
   }

@@ -1,14 +1,4 @@
-import type {
-  Decision,
-  FailureDecision,
-  FailureRule,
-  Store,
-  StoreAnswer,
-  StoreCall,
-  StoreLockout,
-  TrustRule,
-  WindowRule,
-} from '@portcullis/core';
+import type * as core from '@portcullis/core';
 import { Batching } from './batching.js';
 import { type DurableLockouts, waitingLockouts } from './durability.js';
 import { Fallback } from './fallback.js';
@@ -47,7 +37,7 @@ import { WriteBack } from './write-back.js';
  * const limiter = createFailureLimiter({ store });
  * ```
  */
-export class RedisStore implements Store {
+export class RedisStore implements core.Store {
   /** What every part reads (see shared.ts). */
   readonly #s: Shared;
   readonly #fallback: Fallback;
@@ -181,12 +171,12 @@ export class RedisStore implements Store {
   }
 
   /** Spends `cost` units of `key` under `rule` in one script call; a refused call spends nothing. */
-  consume(key: string, rule: WindowRule, cost: number): Promise<Decision> {
+  consume(key: string, rule: core.WindowRule, cost: number): Promise<core.Decision> {
     return this.#windows.consume(key, rule, cost);
   }
 
   /** What `consume(key, rule, 1)` would answer, changing nothing. */
-  peek(key: string, rule: WindowRule): Promise<Decision> {
+  peek(key: string, rule: core.WindowRule): Promise<core.Decision> {
     return this.#windows.peek(key, rule);
   }
 
@@ -194,14 +184,8 @@ export class RedisStore implements Store {
    * Gives back `cost` units of `key` spent `agoMs` ago (see window-calls.ts and `Store.refund`).
    * Never rejects: under `fallback` the fallback store gets the refund during an outage.
    */
-  refund(
-    key: string,
-    rule: WindowRule,
-    cost: number,
-    agoMs: number,
-    spent?: Decision,
-  ): Promise<void> {
-    return this.#windows.refund(key, rule, cost, agoMs, spent);
+  refund(...args: Parameters<core.Store['refund']>): Promise<void> {
+    return this.#windows.refund(...args);
   }
 
   /**
@@ -209,7 +193,7 @@ export class RedisStore implements Store {
    * the lockout index. While Redis fails the fallback store bans it, and the ban is written back
    * (as a lockout of the time it has left) when Redis answers again.
    */
-  ban(key: string, rule: FailureRule, ms: number): Promise<FailureDecision> {
+  ban(key: string, rule: core.FailureRule, ms: number): Promise<core.FailureDecision> {
     const s = this.#s;
     if (!s.outage.available()) return Promise.resolve(this.#fallback.ban(key, rule, ms, undefined));
     const from = s.clock.now();
@@ -234,11 +218,11 @@ export class RedisStore implements Store {
 
   #banned(
     reply: ScriptReply,
-    rule: FailureRule,
+    rule: core.FailureRule,
     key: string,
     from: number,
     epoch: number,
-  ): Promise<FailureDecision> | FailureDecision {
+  ): Promise<core.FailureDecision> | core.FailureDecision {
     const s = this.#s;
     const current = epoch === s.epoch;
     const d = this.#failures.decide(reply, rule, key, 'k', current);
@@ -265,7 +249,11 @@ export class RedisStore implements Store {
    * force), so an entry the index still holds for a lockout that is over, reset or clamped after
    * a clock step is never listed as it was. While Redis fails it lists what the fallback holds.
    */
-  async lockouts(prefix: string, limit: number, rule: FailureRule): Promise<StoreLockout[]> {
+  async lockouts(
+    prefix: string,
+    limit: number,
+    rule: core.FailureRule,
+  ): Promise<core.StoreLockout[]> {
     const s = this.#s;
     if (!s.outage.available()) return s.local.lockouts(prefix, limit, rule);
     try {
@@ -277,12 +265,12 @@ export class RedisStore implements Store {
   }
 
   /** The failure state of `key` (locked or not), counting nothing. */
-  checkFailures(key: string, rule: FailureRule): Promise<Decision> {
+  checkFailures(key: string, rule: core.FailureRule): Promise<core.Decision> {
     return this.#failure(key, rule, 'k');
   }
 
   /** Counts one failure; the decision after counting (`lockoutStarted` on the one that locks). */
-  recordFailure(key: string, rule: FailureRule): Promise<FailureDecision> {
+  recordFailure(key: string, rule: core.FailureRule): Promise<core.FailureDecision> {
     return this.#failure(key, rule, 'r');
   }
 
@@ -291,7 +279,7 @@ export class RedisStore implements Store {
    * stays and is answered as locked; otherwise the failure history is cleared (in Redis and in the
    * fallback).
    */
-  recordSuccess(key: string, rule: FailureRule): Promise<Decision> {
+  recordSuccess(key: string, rule: core.FailureRule): Promise<core.Decision> {
     return this.#failure(key, rule, 's');
   }
 
@@ -302,7 +290,11 @@ export class RedisStore implements Store {
    * store counts during an outage). The log holds at most `maxAttempts` members; a member that
    * UTF-8 cannot carry, or one past 256 characters, is sent in a one-to-one form (see script.ts).
    */
-  recordDistinct(key: string, member: string, rule: FailureRule): Promise<FailureDecision> {
+  recordDistinct(
+    key: string,
+    member: string,
+    rule: core.FailureRule,
+  ): Promise<core.FailureDecision> {
     return this.#failure(key, rule, 'd', member);
   }
 
@@ -313,7 +305,7 @@ export class RedisStore implements Store {
    * (logged once per outage, then outage mode); under `fallback` the fallback store keeps the
    * trust, under `open` and `closed` it is not kept. A failed trust write never fails a login.
    */
-  trust(table: string, group: string, member: string, rule: TrustRule): Promise<void> {
+  trust(table: string, group: string, member: string, rule: core.TrustRule): Promise<void> {
     const call = this.#trusts.trust(table, group, member, rule);
     return call instanceof ScriptCall ? this.#batching.one(call) : Promise.resolve();
   }
@@ -328,7 +320,7 @@ export class RedisStore implements Store {
     table: string,
     member: string,
     groups: readonly string[],
-    rule: TrustRule,
+    rule: core.TrustRule,
   ): Promise<boolean[]> {
     const call = this.#trusts.trusted(table, member, groups, rule);
     return call instanceof ScriptCall ? this.#batching.one(call) : Promise.resolve(call);
@@ -340,9 +332,9 @@ export class RedisStore implements Store {
    * the rest sent together (see batching.ts: one script, or one per slot on a Redis Cluster). A
    * failed batch fails each of its calls as that call alone would fail (its `onError` answer).
    */
-  batch(calls: readonly StoreCall[]): Promise<StoreAnswer[]> {
-    const answers: Promise<StoreAnswer>[] = [];
-    const ready: ScriptCall<StoreAnswer>[] = [];
+  batch(calls: readonly core.StoreCall[]): Promise<core.StoreAnswer[]> {
+    const answers: Promise<core.StoreAnswer>[] = [];
+    const ready: ScriptCall<core.StoreAnswer>[] = [];
     const at: number[] = [];
     for (const c of calls) {
       const prepared = this.#prepare(c);
@@ -358,7 +350,7 @@ export class RedisStore implements Store {
     return Promise.all(answers);
   }
 
-  #prepare(c: StoreCall): ScriptCall<StoreAnswer> | StoreAnswer {
+  #prepare(c: core.StoreCall): ScriptCall<core.StoreAnswer> | core.StoreAnswer {
     switch (c.op) {
       case 'checkFailures':
         return this.#failures.prepare(c.key, c.rule, 'k');
@@ -429,8 +421,8 @@ export class RedisStore implements Store {
    */
   restamp(
     prefix: string,
-    before: WindowRule | FailureRule,
-    after: WindowRule | FailureRule,
+    before: core.WindowRule | core.FailureRule,
+    after: core.WindowRule | core.FailureRule,
   ): Promise<void> {
     const s = this.#s;
     s.local.restamp(prefix, before, after);
@@ -472,10 +464,10 @@ export class RedisStore implements Store {
 
   #failure(
     key: string,
-    rule: FailureRule,
+    rule: core.FailureRule,
     op: 'k' | 'r' | 'd' | 's',
     member?: string,
-  ): Promise<FailureDecision> {
+  ): Promise<core.FailureDecision> {
     const call = this.#failures.prepare(key, rule, op, member);
     return call instanceof ScriptCall ? this.#batching.one(call) : Promise.resolve(call);
   }

@@ -1,4 +1,4 @@
-import type { Decision, WindowRule } from '@portcullis/core';
+import type { Decision, Store, WindowRule } from '@portcullis/core';
 import { LinkedDecision } from '@portcullis/core/adapter';
 import { replyDecision } from './decisions.js';
 import type { Fallback } from './fallback.js';
@@ -70,13 +70,7 @@ export class WindowCalls {
    * refund is no decision: it is not published on `portcullis:store-error` and does not count
    * among an outage's degraded decisions. It changes no lockout, seen or not.
    */
-  refund(
-    key: string,
-    rule: WindowRule,
-    cost: number,
-    agoMs: number,
-    spent?: Decision,
-  ): Promise<void> {
+  refund(...[key, rule, cost, agoMs, spent]: Parameters<Store['refund']>): Promise<void> {
     const s = this.s;
     // It may reopen the window: this process stops answering it locally at once.
     s.epoch++;

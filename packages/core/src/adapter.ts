@@ -47,6 +47,7 @@ export {
   type HttpIdiom,
   type LimitedHandler,
   type Middleware,
+  type OnLimitedHook,
   onLimitedSpec,
   type RateLimitIdiom,
   rateLimitMiddleware,

@@ -2,6 +2,7 @@ import type { Decision } from '@portcullis/core';
 import type {
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
+  OnLimitedHook,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
 import type { Request, Response } from 'express';
@@ -16,7 +17,7 @@ declare global {
 }
 
 /** Called instead of the default 429 answer; it must answer the request itself. */
-export type OnLimited = (req: Request, res: Response, decision: Decision) => void | Promise<void>;
+export type OnLimited = OnLimitedHook<[req: Request, res: Response]>;
 
 /** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
 export interface RateLimitOptions extends AdapterRateLimitOptions<Request, Response, OnLimited> {}

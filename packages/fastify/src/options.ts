@@ -2,6 +2,7 @@ import type { Decision } from '@portcullis/core';
 import type {
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
+  OnLimitedHook,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -14,11 +15,7 @@ declare module 'fastify' {
 }
 
 /** Called instead of the default 429 answer; it must send the reply itself. */
-export type OnLimited = (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  decision: Decision,
-) => void | Promise<void>;
+export type OnLimited = OnLimitedHook<[request: FastifyRequest, reply: FastifyReply]>;
 
 /** Options of `rateLimit`: the core request limiter's options plus `onLimited`. */
 export interface RateLimitOptions

@@ -2,6 +2,7 @@ import type { Decision } from '@portcullis/core';
 import type {
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
+  OnLimitedHook,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
 import type { Request as KoaRequest, Response as KoaResponse, ParameterizedContext } from 'koa';
@@ -19,11 +20,7 @@ export type RateLimitContext = ParameterizedContext<RateLimitState>;
  * Called instead of the default 429 answer with Koa's request object, the context and the
  * decision; it must answer through `ctx` itself.
  */
-export type OnLimited = (
-  req: KoaRequest,
-  ctx: RateLimitContext,
-  decision: Decision,
-) => void | Promise<void>;
+export type OnLimited = OnLimitedHook<[req: KoaRequest, ctx: RateLimitContext]>;
 
 /**
  * Options of `rateLimit`: the core request limiter's options plus `onLimited`. `key`, `skip`

@@ -174,11 +174,11 @@ export function withMethodQuotas<Params, Ctx, Result>(
       : joinKey(method, callerKey(who, ipv6Subnet));
   }
 
-  const guarded = async function methodQuotaDispatch(
-    method: string,
-    params: Params,
-    ctx: Ctx,
-  ): Promise<Awaited<Result>> {
+  const guarded: Dispatcher<Params, Ctx, Wrapped<Result>> = async function methodQuotaDispatch(
+    method,
+    params,
+    ctx,
+  ): Wrapped<Result> {
     checkMethod(method);
     const match = classify(method);
     if (match === undefined) return dispatch(method, params, ctx) as Awaited<Result>;

@@ -97,11 +97,11 @@ export function withSessionCreationLimit<Params, Ctx, Result>(
   const matches = compileMethodPatterns(o.methods ?? sessionOpeningMethods);
   const isKnown = o.isKnown as SessionCreationLimitOptions<Params, Ctx>['isKnown'];
 
-  const guarded = async function sessionCreationDispatch(
-    method: string,
-    params: Params,
-    ctx: Ctx,
-  ): Promise<Awaited<Result>> {
+  const guarded: Dispatcher<Params, Ctx, Wrapped<Result>> = async function sessionCreationDispatch(
+    method,
+    params,
+    ctx,
+  ): Wrapped<Result> {
     checkMethod(method);
     if (matches(method)) {
       // An error of isKnown fails the call before anything is charged. A synchronous answer is

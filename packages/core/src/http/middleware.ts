@@ -48,6 +48,15 @@ export type Middleware<A, B, C> = (a: A, b: B, c: C) => unknown;
 export const onLimitedSpec: AdapterOptionSpec = { onLimited: func };
 
 /**
+ * The user's `onLimited` of an adapter whose middleware writes to a response: the framework's own
+ * arguments (named by the adapter: `[req: Request, res: Response]`), then the refusal. It answers
+ * the request itself.
+ */
+export type OnLimitedHook<Args extends unknown[]> = (
+  ...args: [...Args, decision: Decision]
+) => void | Promise<void>;
+
+/**
  * The options of a `rateLimit` middleware that writes to a response (Express, Koa, Fastify): the
  * request gate's, plus `onLimited` in the framework's own signature.
  */

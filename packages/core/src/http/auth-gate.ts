@@ -1,4 +1,4 @@
-import type { ClientInfo, RawRequest } from '../client.js';
+import type { RawRequest } from '../client.js';
 import {
   type FailureLimiter,
   type FailureLimiterOptions,
@@ -7,9 +7,10 @@ import {
 } from '../failure-limiter.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import { required } from '../options.js';
-import { type AuthSubject, authSubject } from '../subject.js';
+import { authSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
 import { accountKey } from './account-key.js';
+import { attemptBudgets } from './attempt-budgets.js';
 import type { AuthLayerOptions } from './auth-layer-options.js';
 import {
   type AuthGateParts,
@@ -139,29 +140,7 @@ export function createAuthGate<Req>(
   const account = o.account as ((req: Req) => MaybePromise<string | undefined>) | undefined;
   const gateScope = normalizeScope(o.scope);
 
-  /** The budgets a browser's attempt spends (its origin's; a loopback one's site and all origins). */
-  function browserBudgetsOf(client: ClientInfo): readonly BudgetCheck[] {
-    if (p.browserFollows) followMain(limiter, p.browserLimiter);
-    const checks = p.browser.checks(client);
-    if (p.networks === undefined || checks.length > 1) return checks;
-    return p.networks.checks(checks[0] as BudgetCheck, client.ip);
-  }
-
-  /** The budgets a non-browser attempt spends: the client's own, and its IPv6 networks'. */
-  function clientBudgetsOf(client: ClientInfo, subject: AuthSubject): readonly BudgetCheck[] {
-    const own = { limiter, subject };
-    return p.networks === undefined ? [own] : p.networks.checks(own, client.ip);
-  }
-
-  /** The budgets an attempt from `raw` spends: the client's own, or a browser's. */
-  function budgetsOf(raw: RawRequest): readonly BudgetCheck[] {
-    const client = p.resolve(raw);
-    if (client.origin !== undefined) return browserBudgetsOf(client);
-    return clientBudgetsOf(
-      client,
-      authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
-    );
-  }
+  const budgets = attemptBudgets(p);
 
   /** Whether the layers apply to an attempt: it names an account, or a scope budget is on. */
   const layeredFor = (acct: string | undefined): AuthLayers | undefined =>
@@ -182,7 +161,7 @@ export function createAuthGate<Req>(
     if (client.origin === undefined) {
       const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
       if (p.networks !== undefined && !subject.exempt)
-        return sequenceOf(clientBudgetsOf(client, subject), l, found, scope, acct);
+        return sequenceOf(budgets.client(client, subject), l, found, scope, acct);
       // The plain login (no layers) takes no array of budgets: it is the path every user walks.
       const checked =
         l && checkLayered(r, l, limiter.config.dryRun, [{ limiter, subject }], scope, acct);
@@ -192,7 +171,7 @@ export function createAuthGate<Req>(
           : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
       return subject.exempt ? penalized(p, result, found) : result;
     }
-    return sequenceOf(browserBudgetsOf(client), l, found, scope, acct);
+    return sequenceOf(budgets.browser(client), l, found, scope, acct);
   }
 
   /** The sequence over several budgets, layered when the layers apply. */
@@ -221,7 +200,7 @@ export function createAuthGate<Req>(
       const acct = p.accountLayers ? accountKey(accountOf) : undefined;
       const l = layeredFor(acct);
       const checked =
-        l && checkLayered(r, l, limiter.config.dryRun, budgetsOf(raw), gateScope, acct);
+        l && checkLayered(r, l, limiter.config.dryRun, budgets.of(raw), gateScope, acct);
       if (checked === undefined)
         return mapMaybe(fn(req), (v) => decide(raw, v, undefined, accountOf));
       return mapMaybe(checked, (c): MaybePromise<GateResult> => {
@@ -259,27 +238,6 @@ export function createAuthGate<Req>(
       ]);
     },
   };
-}
-
-/**
- * The browser limiter the gate built has the main limiter's numbers: when the main one was
- * reconfigured (through this gate or directly), it follows before its next decision.
- */
-function followMain(limiter: FailureLimiter, browserLimiter: FailureLimiter): void {
-  const m = limiter.config;
-  const b = browserLimiter.config;
-  if (
-    b.maxAttempts !== m.maxAttempts ||
-    b.windowMs !== m.windowMs ||
-    b.lockoutMs !== m.lockoutMs ||
-    b.dryRun !== m.dryRun
-  )
-    browserLimiter.reconfigure({
-      maxAttempts: m.maxAttempts,
-      windowMs: m.windowMs,
-      lockoutMs: m.lockoutMs,
-      dryRun: m.dryRun,
-    });
 }
 
 /** A loopback-exempt client's failure is answered late (loopbackPenalty); its success resets. */

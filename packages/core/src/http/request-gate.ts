@@ -2,17 +2,17 @@ import type { RawRequest } from '../client.js';
 import type { Clock, Timers } from '../clock.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { Decision } from '../decision.js';
-import { createHeaderWriter, type HeaderMode } from '../headers.js';
+import type { HeaderMode } from '../headers.js';
 import type { Algorithm, Store } from '../store.js';
-import { checkCost, type WindowLimiter, type WindowLimiterReconfig } from '../window-limiter.js';
+import type { WindowLimiter, WindowLimiterReconfig } from '../window-limiter.js';
 import type { HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec, GateClientOptions } from './gate-options.js';
 import type { Ipv6Network } from '../ipv6-networks.js';
-import type { NetworkAnswer, NetworkWindows } from './network-windows.js';
 import { releaseSiblings } from './browser-budget.js';
-import { type PerRequest, type Policy, unprefixed } from './policies.js';
+import type { PerRequest } from './policies.js';
 import { requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';
+import { requestSpender } from './request-spend.js';
 import { parseRequestOptions, requestKeyer, requestLimiters } from './request-limiters.js';
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
@@ -134,96 +134,14 @@ export function createRequestGate<Req, Res = unknown>(
 ): RequestGate<Req, Res> {
   const o = parseRequestOptions(options, extra, 'rateLimit');
   const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
-  const { limiter, policyOf, ownStore, networks } = requestLimiters<Req>(o, mode);
-  let writerRule = limiter.rule;
-  let writeHeaders = createHeaderWriter({
-    windowMs: writerRule.windowMs,
-    name: limiter.name,
-    mode,
-  });
+  const limiters = requestLimiters<Req>(o, mode);
+  const { limiter, ownStore, networks } = limiters;
   const defaultKey = requestKeyer(o);
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
   const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
   const refunds = new Refunds<Req, Res>(o);
-  const tracksOutcome = refunds.tracks;
-
-  function result(d: Decision): RequestResult {
-    // A reconfigured limiter has a new rule object: advertise its window from now on.
-    if (limiter.rule !== writerRule) {
-      writerRule = limiter.rule;
-      writeHeaders = createHeaderWriter({
-        windowMs: writerRule.windowMs,
-        name: limiter.name,
-        mode,
-      });
-    }
-    return requestResult(d, writeHeaders(d));
-  }
-
-  function spend(key: string, cost: number): MaybePromise<RequestResult> {
-    const c = cost === 1 ? 1 : checkCost(cost);
-    if (!tracksOutcome) {
-      const d = limiter.consume(key, c);
-      return isPromise(d) ? d.then(result) : result(d);
-    }
-    const deletions = limiter.store.deletions;
-    const d = limiter.consume(key, c);
-    const done = (x: Decision) => {
-      refunds.remember(x, x, limiter, key, c, deletions);
-      return result(x);
-    };
-    return isPromise(d) ? d.then(done) : done(d);
-  }
-
-  /** A request from an IPv6 client also spends in its networks (`ipv6Networks`). */
-  function spendInNetworks(
-    n: NetworkWindows,
-    key: string,
-    cost: number,
-    nets: readonly string[],
-  ): MaybePromise<RequestResult> {
-    const c = cost === 1 ? 1 : checkCost(cost);
-    const deletions = tracksOutcome ? limiter.store.deletions : undefined;
-    const done = (a: NetworkAnswer): RequestResult => {
-      if (a.decision.allowed)
-        refunds.remember(a.decision, a.decision, limiter, key, c, deletions, a.spent);
-      return requestResult(a.decision, a.headers);
-    };
-    const own = (d: Decision) => {
-      const a = n.spend(d, nets, c);
-      return isPromise(a) ? a.then(done) : done(a);
-    };
-    const d = limiter.consume(key, c);
-    return isPromise(d) ? d.then(own) : own(d);
-  }
-
-  function spendUnder(p: Policy, key: string, cost: number): MaybePromise<RequestResult> {
-    const c = cost === 1 ? 1 : checkCost(cost);
-    const deletions = tracksOutcome ? p.limiter.store.deletions : undefined;
-    const finish = (d: Decision) => {
-      const out = unprefixed(d, p.prefix);
-      refunds.remember(out, d, p.limiter, p.prefix + key, c, deletions);
-      return requestResult(out, p.writeHeaders(out));
-    };
-    const d = p.limiter.consume(p.prefix + key, c);
-    return isPromise(d) ? d.then(finish) : finish(d);
-  }
-
-  function spendFor(
-    key: string,
-    cost: number,
-    req: Req,
-    raw: RawRequest,
-  ): MaybePromise<RequestResult> {
-    if (networks !== undefined) {
-      const nets = networks.keysOf(raw);
-      if (nets !== undefined) return spendInNetworks(networks, key, cost, nets);
-    }
-    if (policyOf === undefined) return spend(key, cost);
-    const p = policyOf(req);
-    return isPromise(p) ? p.then((q) => spendUnder(q, key, cost)) : spendUnder(p, key, cost);
-  }
+  const spendFor = requestSpender(limiters, refunds, mode);
 
   function withCost(key: string, req: Req, raw: RawRequest): MaybePromise<RequestResult> {
     if (typeof costOpt !== 'function') return spendFor(key, costOpt ?? 1, req, raw);
@@ -267,7 +185,7 @@ export function createRequestGate<Req, Res = unknown>(
     },
     limiter,
     reconfigure: (partial: WindowLimiterReconfig) => limiter.reconfigure(partial),
-    tracksOutcome,
+    tracksOutcome: refunds.tracks,
     track: (result, rawRes, req, res) => refunds.track(result, rawRes, req, res),
     close(): MaybePromise<void> {
       closeGate();

@@ -63,6 +63,21 @@ export {
   withResponseHeaders,
 } from './http/fetch-middleware.js';
 export {
+  type ConcurrencyGate,
+  type ConcurrencyGateOptions,
+  type ConcurrencyResult,
+  createConcurrencyGate,
+} from './http/concurrency-gate.js';
+export {
+  type AdapterConcurrencyOptions,
+  type ClosingResponse,
+  type ConcurrencyControls,
+  type ConcurrencyIdiom,
+  concurrencyControls,
+  concurrencyMiddleware,
+  fetchConcurrency,
+} from './http/concurrency-middleware.js';
+export {
   createWebhookGate,
   type WebhookGate,
   type WebhookGateOptions,

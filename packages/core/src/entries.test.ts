@@ -9,6 +9,7 @@ describe('the entry points', () => {
   it('the root exports exactly the public names, at runtime', () => {
     expect(Object.keys(root).sort()).toEqual(
       [
+        'createConcurrencyLimiter',
         'createFailureLimiter',
         'createWindowLimiter',
         'createSessionCreationLimiter',
@@ -45,13 +46,17 @@ describe('the entry points', () => {
         'callStore',
         'callSafely',
         'clientAddressSpec',
+        'concurrencyControls',
+        'concurrencyMiddleware',
         'controlsOf',
         'createAuthGate',
         'createClientResolver',
+        'createConcurrencyGate',
         'createRequestGate',
         'createWebhookGate',
         'eitherOption',
         'exclusiveLimiter',
+        'fetchConcurrency',
         'fetchGuard',
         'fetchRateLimit',
         'fetchRawRequest',

@@ -15,6 +15,8 @@ export type {
   EscalateRule,
   FailureDecision,
   FailureRule,
+  LeaseAnswer,
+  LeaseRule,
   Store,
   StoreAnswer,
   StoreCall,
@@ -41,6 +43,12 @@ export {
   type WindowLimiterOptions,
   type WindowLimiterReconfig,
 } from './window-limiter.js';
+export {
+  type ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  createConcurrencyLimiter,
+  type Lease,
+} from './concurrency-limiter.js';
 export {
   createSessionCreationLimiter,
   type SessionCreationLimiter,

@@ -10,6 +10,7 @@ import { clampSlot, hasPrefix, restampSlot } from './slot-state.js';
 import type * as store from './store.js';
 import { callStore } from './store-batch.js';
 import { TrustTable } from './trust-table.js';
+import { LeaseTable } from './lease-table.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -71,6 +72,8 @@ export class MemoryStore implements store.Store {
   #deletions = 0;
   /** The trust tables (see `Store.trust`), by name; bounded each by its rule's `maxTrusted`. */
   readonly #trust = new Map<string, TrustTable>();
+  /** The leases of concurrency limits (see `Store.acquire`). */
+  readonly #leases = new LeaseTable();
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
   #lastNow = Number.NEGATIVE_INFINITY;
   /** The time every call of a running `batch` reads. */
@@ -190,6 +193,14 @@ export class MemoryStore implements store.Store {
     const t = this.#trust.get(table);
     const now = this.#now();
     return groups.map((g) => t?.has(g, member, now, rule) === true);
+  }
+
+  acquire(key: string, rule: store.LeaseRule, lease: string): store.LeaseAnswer {
+    return this.#leases.acquire(key, rule, lease, this.#now());
+  }
+
+  release(key: string, lease: string): void {
+    this.#leases.release(key, lease);
   }
 
   /**

@@ -96,6 +96,30 @@ export interface StoreLockout {
   readonly ban: boolean;
 }
 
+/** How the leases of one key are kept (see {@link Store.acquire}): a concurrency limit. */
+export interface LeaseRule {
+  /** Most leases of one key held at once (requests in flight). */
+  readonly max: number;
+  /**
+   * How long a lease lasts from its last acquire: its holder renews it while it works, so a lease
+   * whose holder died (a crashed process) goes after this long.
+   */
+  readonly leaseMs: number;
+}
+
+/** What {@link Store.acquire} answers. */
+export interface LeaseAnswer {
+  /** Whether the lease is held now. */
+  readonly acquired: boolean;
+  /** Live leases of the key after the call (the caller's included when acquired). */
+  readonly held: number;
+  /**
+   * Set when a shared store could not be asked and its error policy answered instead:
+   * `'fallback'` (a local store, or `open`, let it through), `'store-error'` (`closed` refused).
+   */
+  readonly reason?: 'fallback' | 'store-error';
+}
+
 /**
  * The order `Store.lockouts` lists in: soonest end first, then by key (so that every store lists
  * lockouts that end together in one order).
@@ -215,6 +239,18 @@ export interface Store {
     groups: readonly string[],
     rule: TrustRule,
   ): MaybePromise<boolean[]>;
+  /**
+   * Optional, with {@link Store.release}: takes lease `lease` of `key` (docs/design.md#concurrency).
+   * Leases that expired are forgotten first (a lease expires `leaseMs` after its last acquire; one
+   * stamped further ahead, by a clock that stepped back, counts as taken now). A lease already held
+   * is renewed and counts once; a new one is taken when fewer than `max` are held, else nothing
+   * changes and the answer is refused. Holders call it again to renew (a heartbeat), which also
+   * takes a lease back that expired while there is room. Leases are no window or failure state:
+   * `delete`, `size` and `restamp` leave them alone.
+   */
+  acquire?(key: string, rule: LeaseRule, lease: string): MaybePromise<LeaseAnswer>;
+  /** Optional, with {@link Store.acquire}: gives lease `lease` of `key` back (none held: nothing). */
+  release?(key: string, lease: string): MaybePromise<void>;
   /**
    * Optional: `calls` as one store operation, answering what each named method would, in order
    * (each call sees the ones before it). The auth layers put every store call of one attempt's

@@ -33,6 +33,7 @@ const idiom: FetchIdiom<Request, string[], Handler, Request, Response> = {
   response: (handed) => handed as Response,
   finish: (response, headers) => withResponseHeaders(response, headers),
   limited: (response, headers) => withResponseHeaders(response, headers),
+  replace: (response) => response,
 };
 
 const ok: Handler = () => new Response('ok');

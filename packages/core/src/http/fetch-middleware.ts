@@ -47,6 +47,11 @@ export interface FetchIdiom<A, B, C, Req, Out> {
   finish(response: Response, headers: Readonly<Record<string, string>>, a: A, b: B): Out;
   /** What a refusal `onLimited` answered resolves to (after `prepare` had the same headers). */
   limited(response: Response, headers: Readonly<Record<string, string>>, a: A, b: B): Out;
+  /**
+   * What the request resolves to when the handler's response is replaced by another (the same
+   * status and headers, its body watched: `concurrency`): Hono's `c.res = response`.
+   */
+  replace(response: Response, a: A, b: B): Out;
 }
 
 /** A middleware of a Fetch framework: it always returns a promise, and never throws. */

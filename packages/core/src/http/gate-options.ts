@@ -47,7 +47,7 @@ export interface GateClientOptions {
 }
 
 /** The client options as parsed: each given, or undefined. */
-type ParsedClientOptions = {
+export type ParsedClientOptions = {
   readonly [K in keyof GateClientOptions]?: GateClientOptions[K] | undefined;
 };
 

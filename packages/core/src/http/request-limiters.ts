@@ -21,7 +21,12 @@ import type { Algorithm, Store } from '../store.js';
 import type { Warnings } from '../warnings.js';
 import { createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
 import { withoutUndefined } from '../without-undefined.js';
-import { type AdapterOptionSpec, clientOptionSpec, gateClientRules } from './gate-options.js';
+import {
+  type AdapterOptionSpec,
+  clientOptionSpec,
+  gateClientRules,
+  type ParsedClientOptions,
+} from './gate-options.js';
 import type { HeaderMode } from '../headers.js';
 import { createPolicies, type PerRequest, type Policy } from './policies.js';
 import type { MaybePromise } from '../promise.js';
@@ -152,7 +157,9 @@ export function requestLimiters<Req>(
  * The default key of a request: its resolved client IP, IPv6 cut to its network (`ipv6Subnet`,
  * /64 by default), `unknown` when it cannot be resolved.
  */
-export function requestKeyer(o: ParsedRequestOptions): (raw: RawRequest) => string {
+export function requestKeyer(
+  o: ParsedClientOptions & { readonly ipv6Subnet?: number | boolean | undefined },
+): (raw: RawRequest) => string {
   const subnet = (o.ipv6Subnet ?? 64) as number | false;
   const { address } = compileClientRules(gateClientRules(o));
   return (raw) => {

@@ -3,6 +3,7 @@ import type { Decision } from '../decision.js';
 import { d } from './expected-decision.js';
 import type { FailureRule, Store, WindowRule } from '../store.js';
 import { layerConformance } from './layer-conformance.js';
+import { leaseConformance } from './lease-conformance.js';
 
 /** What a store's conformance run needs: a fresh store whose clock the suite can move. */
 export interface StoreHarness {
@@ -897,6 +898,7 @@ export function describeStoreConformance(
       }));
 
     layerConformance(withStore);
+    leaseConformance(withStore);
 
     it('concurrent calls never pass more than the limit', () =>
       withStore(async (s) => {

@@ -1,0 +1,221 @@
+import type { RawRequest } from '../client.js';
+import type { Clock, Timers } from '../clock.js';
+import {
+  type ConcurrencyLimiter,
+  createConcurrencyLimiter,
+  type Lease,
+} from '../concurrency-limiter.js';
+import type { Decision } from '../decision.js';
+import {
+  requestRateLimitedError,
+  retryAfterSeconds,
+  storeUnavailableError,
+} from '../error-shapes.js';
+import {
+  boolean,
+  duration,
+  either,
+  exclusiveLimiter,
+  func,
+  integer,
+  oneOf,
+  parseOptions,
+  required,
+  withMethods,
+} from '../options.js';
+import { isPromise, type MaybePromise } from '../promise.js';
+import type { Store } from '../store.js';
+import { withoutUndefined } from '../without-undefined.js';
+import { type HttpAnswer, jsonAnswer } from './answer.js';
+import {
+  type AdapterOptionSpec,
+  clientOptionSpec,
+  type GateClientOptions,
+} from './gate-options.js';
+import { requestKeyer } from './request-limiters.js';
+
+/** Options of {@link createConcurrencyGate} (and of every adapter's `concurrency`). */
+export interface ConcurrencyGateOptions<Req> extends GateClientOptions {
+  /** Most requests of one key in flight at once. Required (unless `limiter` is given). */
+  max?: number;
+  /**
+   * The bucket of a request; receives the default key (the trusted-proxy aware client IP, IPv6 by
+   * its /64, `unknown` when unresolved) as its second argument.
+   * @default the resolved client IP (IPv6 by /64)
+   */
+  key?: (req: Req, defaultKey: string) => MaybePromise<string>;
+  /** Requests for which this returns true take no slot. */
+  skip?: (req: Req) => MaybePromise<boolean>;
+  /**
+   * How long a slot is held without its heartbeat (renewed every third of this while the request
+   * runs): on a shared store, a crashed process's slots come back after this. @default 60_000
+   */
+  leaseMs?: number;
+  /** The `Retry-After` of a refusal (a hint: nobody knows when a slot frees). @default 1000 */
+  retryAfterMs?: number;
+  /** Namespaces keys in a shared store. @default 'default' */
+  name?: string;
+  /** Where the slots live (a `MemoryStore` or a `RedisStore`). @default a new MemoryStore */
+  store?: Store;
+  /** Time source of the built-in store. @default systemClock */
+  clock?: Clock;
+  /** Timers of the heartbeat. @default systemTimers */
+  timers?: Timers;
+  /** Take slots, but never refuse. @default false */
+  dryRun?: boolean;
+  /** IPv6 clients are keyed by this prefix by default; `false` = full address. @default 64 */
+  ipv6Subnet?: number | false;
+  /** An existing concurrency limiter to use instead of building one from the numbers above. */
+  limiter?: ConcurrencyLimiter;
+}
+
+/** What the concurrency gate concluded about one request. */
+export interface ConcurrencyResult {
+  /** Whether the request goes on. */
+  readonly ok: boolean;
+  /** The limiter's decision (`limit` is `max`, `remaining` the slots left). */
+  readonly decision: Decision;
+  /** Headers of a refusal (`Retry-After`); none on a request that goes on. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The refusal (429, or 503 when the store is down and refuses) when `ok` is false. */
+  readonly answer: HttpAnswer | undefined;
+  /**
+   * Gives the slot back: call it once the response is over (finished, failed or abandoned).
+   * Calling it again, or on a refusal, does nothing.
+   */
+  release(): void;
+}
+
+/** A compiled concurrency limit: one per middleware instance. */
+export interface ConcurrencyGate<Req> {
+  /** Decides one request; `undefined` when `skip` said so. */
+  run(raw: RawRequest, req: Req): MaybePromise<ConcurrencyResult | undefined>;
+  /** The concurrency limiter in use. */
+  readonly limiter: ConcurrencyLimiter;
+  /** Closes the store the gate built. */
+  close(): MaybePromise<void>;
+}
+
+const fn = func as (value: unknown, fail: (expected: string) => never) => never;
+
+const concurrencyGateSpec = {
+  max: integer(1),
+  key: fn,
+  skip: fn,
+  leaseMs: duration(3),
+  retryAfterMs: duration(0),
+  name: (v: unknown, fail: (e: string) => never) =>
+    typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
+      ? v
+      : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
+  store: withMethods<Store>('acquire', 'release'),
+  clock: withMethods<Clock>('now'),
+  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
+  dryRun: boolean,
+  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
+  limiter: withMethods<ConcurrencyLimiter>('acquire', 'close'),
+  ...clientOptionSpec,
+};
+
+const LIMITER_OPTIONS = [
+  'max',
+  'leaseMs',
+  'retryAfterMs',
+  'name',
+  'store',
+  'clock',
+  'timers',
+  'dryRun',
+];
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) for any HTTP framework: a request takes a
+ * slot of its key or is refused 429 with `Retry-After`; the adapter releases the slot when the
+ * response is over, however it ends.
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function createConcurrencyGate<Req>(
+  options: ConcurrencyGateOptions<Req>,
+  extra: AdapterOptionSpec = {},
+): ConcurrencyGate<Req> {
+  const where = 'concurrency';
+  const o = parseOptions(options, { ...extra, ...concurrencyGateSpec }, where);
+  exclusiveLimiter(o, LIMITER_OPTIONS, where);
+  const limiter =
+    o.limiter ??
+    createConcurrencyLimiter(
+      withoutUndefined({
+        max: required(o.max, 'max', 'an integer ≥ 1', where),
+        leaseMs: o.leaseMs,
+        retryAfterMs: o.retryAfterMs,
+        name: o.name,
+        store: o.store,
+        clock: o.clock,
+        timers: o.timers,
+        dryRun: o.dryRun,
+        logger: o.logger,
+        warnings: o.warnings,
+      }),
+    );
+  const defaultKey = requestKeyer(o);
+  const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
+  const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
+
+  const take = (key: string): MaybePromise<ConcurrencyResult> => {
+    const lease = limiter.acquire(checkKey(key));
+    return isPromise(lease) ? lease.then(concurrencyResult) : concurrencyResult(lease);
+  };
+
+  function decide(raw: RawRequest, req: Req): MaybePromise<ConcurrencyResult> {
+    if (keyFn === undefined) return take(defaultKey(raw));
+    const key = keyFn(req, defaultKey(raw));
+    return isPromise(key) ? key.then(take) : take(key);
+  }
+
+  return {
+    run(raw, req) {
+      if (skipFn === undefined) return decide(raw, req);
+      const skip = skipFn(req);
+      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req)));
+      return skip ? undefined : decide(raw, req);
+    },
+    limiter,
+    close: () => (o.limiter === undefined ? limiter.close() : undefined),
+  };
+}
+
+/** A lease as the gate's result: a refusal is 429 with `Retry-After`, or 503 for a store that failed closed. */
+function concurrencyResult(lease: Lease): ConcurrencyResult {
+  const d = lease.decision;
+  if (d.allowed)
+    return {
+      ok: true,
+      decision: d,
+      headers: NO_HEADERS,
+      answer: undefined,
+      release: lease.release,
+    };
+  if (d.reason === 'store-error')
+    return {
+      ok: false,
+      decision: d,
+      headers: NO_HEADERS,
+      answer: jsonAnswer(503, storeUnavailableError()),
+      release: lease.release,
+    };
+  const headers = { 'Retry-After': String(retryAfterSeconds(d.retryAfterMs)) };
+  return {
+    ok: false,
+    decision: d,
+    headers,
+    answer: jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers),
+    release: lease.release,
+  };
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key === 'string') return key;
+  throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
+}

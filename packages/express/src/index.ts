@@ -4,7 +4,11 @@
  * @packageDocumentation
  */
 import {
+  type ConcurrencyControls,
+  type ConcurrencyIdiom,
+  concurrencyMiddleware,
   createAuthGate,
+  createConcurrencyGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
@@ -16,7 +20,12 @@ import {
 } from '@portcullis/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { exposeDecision } from './expose.js';
-import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
+import type {
+  AuthGuardOptions,
+  ConcurrencyOptions,
+  RateLimitOptions,
+  WebhookGuardOptions,
+} from './options.js';
 
 export type * from './options.js';
 
@@ -25,7 +34,8 @@ export type * from './options.js';
  * `guardMiddleware`): a response an earlier middleware already sent is left alone (setting a
  * header then would throw `ERR_HTTP_HEADERS_SENT`), and errors go to `next(error)`.
  */
-const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response> = {
+const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response> &
+  ConcurrencyIdiom<Request, Response, NextFunction, Request> = {
   raw: (req) => req,
   req: (req) => req,
   sent: (_req, res) => res.headersSent,
@@ -42,6 +52,7 @@ const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response
   expose: (decision, req) => exposeDecision(req, decision),
   rawRes: (_req, res) => res,
   res: (_req, res) => res,
+  closing: (_req, res) => res,
 };
 
 /**
@@ -78,5 +89,19 @@ export function authGuard(options: AuthGuardOptions): RequestHandler & FailureLi
 export function webhookGuard(options: WebhookGuardOptions): RequestHandler & FailureLimitControls {
   return guardMiddleware(createWebhookGate<Request>(options), express, {
     name: 'portcullisWebhookGuard',
+  });
+}
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) as Express middleware: at most `max`
+ * requests of one key in flight; the slot is given back when the response closes (finished,
+ * failed or abandoned). Refused requests get the JSON 429 with `Retry-After` (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function concurrency(options: ConcurrencyOptions): RequestHandler & ConcurrencyControls {
+  const gate = createConcurrencyGate<Request>(options, onLimitedSpec);
+  const onLimited = options?.onLimited;
+  return concurrencyMiddleware(gate, express, {
+    onLimited: onLimited && ((decision, req, res) => onLimited(req, res, decision)),
   });
 }

@@ -1,5 +1,6 @@
 import type { Decision } from '@portcullis/core';
 import type {
+  AdapterConcurrencyOptions,
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
   OnLimitedHook,
@@ -27,3 +28,9 @@ export type AuthGuardOptions = GuardOptions<Request>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Express request. */
 export type WebhookGuardOptions = WebhookGateOptions<Request>;
+
+/**
+ * Options of `concurrency`: docs/design.md#concurrency; `key` and `skip` receive the Express
+ * request, `onLimited` answers a refusal.
+ */
+export interface ConcurrencyOptions extends AdapterConcurrencyOptions<Request, OnLimited> {}

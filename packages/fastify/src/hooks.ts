@@ -1,5 +1,10 @@
 import {
+  type ConcurrencyControls,
+  type ConcurrencyIdiom,
+  concurrencyControls,
+  concurrencyMiddleware,
   controlsOf,
+  createConcurrencyGate,
   createAuthGate,
   createRequestGate,
   createWebhookGate,
@@ -20,7 +25,12 @@ import type {
   HookHandlerDoneFunction,
   onRequestHookHandler,
 } from 'fastify';
-import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
+import type {
+  AuthGuardOptions,
+  ConcurrencyOptions,
+  RateLimitOptions,
+  WebhookGuardOptions,
+} from './options.js';
 
 /**
  * Fastify's side of the rules every adapter shares (core's `rateLimitMiddleware` and
@@ -33,7 +43,8 @@ const fastify: RateLimitIdiom<
   HookHandlerDoneFunction,
   FastifyRequest,
   FastifyReply
-> = {
+> &
+  ConcurrencyIdiom<FastifyRequest, FastifyReply, HookHandlerDoneFunction, FastifyRequest> = {
   raw: (request) => request.raw,
   req: (request) => request,
   sent: (_request, reply) => reply.sent,
@@ -52,21 +63,23 @@ const fastify: RateLimitIdiom<
   },
   rawRes: (_request, reply) => reply.raw,
   res: (_request, reply) => reply,
+  closing: (_request, reply) => reply.raw,
 };
 
 /**
  * A callback-style hook around a shared middleware: Fastify treats a hook that returns a promise as
  * an async one, and this one answers through `done`, so its result is never returned.
  */
-function asHook<C extends FailureLimitControls | RequestLimitControls>(
+function asHook<C extends FailureLimitControls | RequestLimitControls | ConcurrencyControls>(
   middleware: Middleware<FastifyRequest, FastifyReply, HookHandlerDoneFunction> & C,
   name: string,
+  controls: C = controlsOf(middleware as FailureLimitControls) as C,
 ): onRequestHookHandler & C {
   const hook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     middleware(request, reply, done);
   };
   Object.defineProperty(hook, 'name', { value: name, configurable: true });
-  return withControls(hook, controlsOf<C>(middleware) as C);
+  return withControls(hook, controls);
 }
 
 /**
@@ -120,4 +133,21 @@ export function webhookGuard(
   options: WebhookGuardOptions,
 ): onRequestHookHandler & FailureLimitControls {
   return guardHook(createWebhookGate<FastifyRequest>(options), 'portcullisWebhookGuard');
+}
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) as a Fastify `onRequest` hook: at most `max`
+ * requests of one key in flight; the slot is given back when the response closes (finished,
+ * failed or abandoned). Refused requests get the JSON 429 with `Retry-After` (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function concurrency(
+  options: ConcurrencyOptions,
+): onRequestHookHandler & ConcurrencyControls {
+  const gate = createConcurrencyGate<FastifyRequest>(options, onLimitedSpec);
+  const onLimited = options?.onLimited;
+  const middleware = concurrencyMiddleware(gate, fastify, {
+    onLimited: onLimited && ((decision, request, reply) => onLimited(request, reply, decision)),
+  });
+  return asHook(middleware, 'portcullisConcurrency', concurrencyControls(middleware));
 }

@@ -5,7 +5,7 @@
  */
 import { portcullis } from './plugin.js';
 
-export { authGuard, rateLimit, webhookGuard } from './hooks.js';
+export { authGuard, concurrency, rateLimit, webhookGuard } from './hooks.js';
 export type * from './options.js';
 export { type LimitHook, type PortcullisPluginOptions, portcullis } from './plugin.js';
 

@@ -1,5 +1,6 @@
 import type { Decision } from '@portcullis/core';
 import type {
+  AdapterConcurrencyOptions,
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
   OnLimitedHook,
@@ -26,3 +27,9 @@ export type AuthGuardOptions = GuardOptions<FastifyRequest>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives the Fastify request. */
 export type WebhookGuardOptions = WebhookGateOptions<FastifyRequest>;
+
+/**
+ * Options of `concurrency`: docs/design.md#concurrency; `key` and `skip` receive the Fastify
+ * request, `onLimited` answers a refusal.
+ */
+export interface ConcurrencyOptions extends AdapterConcurrencyOptions<FastifyRequest, OnLimited> {}

@@ -9,13 +9,17 @@ import { PortcullisConfigError } from '@portcullis/core';
 import {
   answerResponse,
   clientAddressSpec,
+  type ConcurrencyControls,
+  concurrencyControls,
   controlsOf,
   createAuthGate,
+  createConcurrencyGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
   type FetchIdiom,
   type FetchMiddleware,
+  fetchConcurrency,
   fetchGuard,
   fetchRateLimit,
   onLimitedSpec,
@@ -27,6 +31,7 @@ import { type ClientOptions, rawRequestOf } from './client.js';
 import { exposeDecision } from './decisions.js';
 import type {
   AuthGuardOptions,
+  ConcurrencyOptions,
   FetchHandler,
   RateLimitOptions,
   WebhookGuardOptions,
@@ -57,6 +62,7 @@ function fetchIdiom<R extends Request, A extends unknown[]>(
     response: (handed) => handed as Response,
     finish: withResponseHeaders,
     limited: withResponseHeaders,
+    replace: (response) => response,
   };
 }
 
@@ -67,10 +73,11 @@ function fetchIdiom<R extends Request, A extends unknown[]>(
 function wrapper<
   R extends Request,
   A extends unknown[],
-  C extends RequestLimitControls | FailureLimitControls,
+  C extends RequestLimitControls | FailureLimitControls | ConcurrencyControls,
 >(
   middleware: FetchMiddleware<R, A, FetchHandler<R, A>, Response> & C,
   where: string,
+  controls: C = controlsOf(middleware as FailureLimitControls) as C,
 ): Wrap<R, A> & C {
   return withControls(function wrap(handler: FetchHandler<R, A>) {
     if (typeof handler !== 'function') {
@@ -83,7 +90,7 @@ function wrapper<
     const wrapped = (request: R, ...rest: A): Promise<Response> =>
       middleware(request, rest, handler);
     return Object.defineProperty(wrapped, 'name', { value: middleware.name, configurable: true });
-  }, controlsOf<C>(middleware) as C);
+  }, controls);
 }
 
 /**
@@ -128,4 +135,22 @@ export function webhookGuard<R extends Request = Request, A extends unknown[] = 
 ): Wrap<R, A> & FailureLimitControls {
   const gate = createWebhookGate<R>(options, clientAddressSpec);
   return wrapper(fetchGuard(gate, fetchIdiom(options, 'webhookGuard')), 'webhookGuard');
+}
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) around a Fetch handler: at most `max`
+ * requests of one key in flight; the slot is held until the response body has been read to its
+ * end or cancelled (or the request's signal aborts). Refused requests get the JSON 429 with
+ * `Retry-After` (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option, or no `clientAddress`
+ */
+export function concurrency<R extends Request = Request, A extends unknown[] = unknown[]>(
+  options: ConcurrencyOptions<R, A>,
+): Wrap<R, A> & ConcurrencyControls {
+  const gate = createConcurrencyGate<R>(options, rateLimitSpec);
+  const onLimited = options?.onLimited;
+  const middleware = fetchConcurrency(gate, fetchIdiom<R, A>(options, 'concurrency'), {
+    onLimited: onLimited && ((decision, request) => onLimited(request, decision)),
+  });
+  return wrapper(middleware, 'concurrency', concurrencyControls(middleware));
 }

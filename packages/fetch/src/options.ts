@@ -1,6 +1,7 @@
 import type { Decision, MaybePromise } from '@portcullis/core';
 import type {
   AuthGuardOptions as GuardOptions,
+  ConcurrencyGateOptions,
   RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
@@ -65,3 +66,17 @@ export interface AuthGuardOptions<R extends Request = Request, A extends unknown
 export interface WebhookGuardOptions<R extends Request = Request, A extends unknown[] = unknown[]>
   extends WebhookGateOptions<R>,
     ClientAddressOption<R, A> {}
+
+/**
+ * Options of `concurrency` (docs/design.md#concurrency): the core gate's, where `key` and `skip`
+ * receive the request, plus `clientAddress` and `onLimited`.
+ */
+export interface ConcurrencyOptions<R extends Request = Request, A extends unknown[] = unknown[]>
+  extends ConcurrencyGateOptions<R>,
+    ClientAddressOption<R, A> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down);
+   * `Retry-After` is added to its response. @default the core's 429 answer
+   */
+  onLimited?: OnLimited<R>;
+}

@@ -6,11 +6,14 @@
  */
 import {
   clientAddressSpec,
+  type ConcurrencyControls,
   createAuthGate,
+  createConcurrencyGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
   type FetchIdiom,
+  fetchConcurrency,
   fetchGuard,
   fetchRateLimit,
   onLimitedSpec,
@@ -19,7 +22,12 @@ import {
 import type { Context, Env, MiddlewareHandler, Next } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { type ClientOptions, rawRequestOf } from './client.js';
-import type { AuthGuardOptions, RateLimitOptions, WebhookGuardOptions } from './options.js';
+import type {
+  AuthGuardOptions,
+  ConcurrencyOptions,
+  RateLimitOptions,
+  WebhookGuardOptions,
+} from './options.js';
 
 export type * from './options.js';
 
@@ -63,6 +71,10 @@ function hono<E extends Env>(
     response: (_handed, c) => c.res,
     finish: (_response, headers, c) => keepHeaders(c, headers),
     limited: (response) => response,
+    replace(response, c) {
+      c.res = response;
+      return undefined;
+    },
   };
 }
 
@@ -110,4 +122,21 @@ export function webhookGuard<E extends Env = Env>(
 ): MiddlewareHandler<E> & FailureLimitControls {
   const gate = createWebhookGate<Context<E>>(options, clientAddressSpec);
   return fetchGuard(gate, hono<E>(options, 'webhookGuard'), { name: 'portcullisWebhookGuard' });
+}
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) as Hono middleware: at most `max` requests
+ * of one key in flight; the slot is held until the response body has been sent (or the client
+ * left). Refused requests get the JSON 429 with `Retry-After` (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function concurrency<E extends Env = Env>(
+  options: ConcurrencyOptions<E>,
+): MiddlewareHandler<E> & ConcurrencyControls {
+  const gate = createConcurrencyGate<Context<E>>(options, rateLimitSpec);
+  const onLimited = options?.onLimited;
+  return fetchConcurrency(gate, hono<E>(options, 'concurrency'), {
+    name: 'portcullisConcurrency',
+    onLimited: onLimited && ((decision, c) => onLimited(c, decision)),
+  });
 }

@@ -1,6 +1,7 @@
 import type { Decision } from '@portcullis/core';
 import type {
   AuthGuardOptions as GuardOptions,
+  ConcurrencyGateOptions,
   RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
@@ -68,3 +69,17 @@ export interface AuthGuardOptions<E extends Env = Env>
 export interface WebhookGuardOptions<E extends Env = Env>
   extends WebhookGateOptions<Context<E>>,
     ClientAddressOption<E> {}
+
+/**
+ * Options of `concurrency` (docs/design.md#concurrency): the core gate's, where `key` and `skip`
+ * receive the context, plus `clientAddress` and `onLimited`.
+ */
+export interface ConcurrencyOptions<E extends Env = Env>
+  extends ConcurrencyGateOptions<Context<E>>,
+    ClientAddressOption<E> {
+  /**
+   * Answers a refused request instead of the default JSON 429 (or 503 when the store is down);
+   * `Retry-After` is prepared on `c`. @default the core's 429 answer
+   */
+  onLimited?: OnLimited<E>;
+}

@@ -4,7 +4,11 @@
  * @packageDocumentation
  */
 import {
+  type ConcurrencyControls,
+  type ConcurrencyIdiom,
+  concurrencyMiddleware,
   createAuthGate,
+  createConcurrencyGate,
   createRequestGate,
   createWebhookGate,
   type FailureLimitControls,
@@ -17,6 +21,7 @@ import {
 import type { Request as KoaRequest, Response as KoaResponse, Middleware, Next } from 'koa';
 import type {
   AuthGuardOptions,
+  ConcurrencyOptions,
   RateLimitContext,
   RateLimitOptions,
   RateLimitState,
@@ -32,7 +37,8 @@ export type * from './options.js';
  * `ctx.set(headers)` does for string values, without the arrays Koa builds per call (this runs on
  * every request).
  */
-const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse> = {
+const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse> &
+  ConcurrencyIdiom<RateLimitContext, Next, void, KoaRequest> = {
   raw: (ctx) => ctx.req,
   req: (ctx) => ctx.request,
   sent: (ctx) => ctx.res.headersSent,
@@ -54,6 +60,7 @@ const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse>
   },
   rawRes: (ctx) => ctx.res,
   res: (ctx) => ctx.response,
+  closing: (ctx) => ctx.res,
 };
 
 /**
@@ -93,4 +100,18 @@ export function webhookGuard(options: WebhookGuardOptions): Middleware & Failure
   return guardMiddleware(createWebhookGate<KoaRequest>(options), koa, {
     name: 'portcullisWebhookGuard',
   }) as Middleware & FailureLimitControls;
+}
+
+/**
+ * The concurrency limit (docs/design.md#concurrency) as Koa middleware: at most `max` requests
+ * of one key in flight; the slot is given back when the response closes (finished, failed or
+ * abandoned). Refused requests get the JSON 429 with `Retry-After` (or `onLimited`).
+ * @throws {PortcullisConfigError} for a wrong or unknown option
+ */
+export function concurrency(options: ConcurrencyOptions): Middleware & ConcurrencyControls {
+  const gate = createConcurrencyGate<KoaRequest>(options, onLimitedSpec);
+  const onLimited = options?.onLimited;
+  return concurrencyMiddleware(gate, koa, {
+    onLimited: onLimited && ((decision, ctx) => onLimited(ctx.request, ctx, decision)),
+  }) as Middleware & ConcurrencyControls;
 }

@@ -1,5 +1,6 @@
 import type { Decision } from '@portcullis/core';
 import type {
+  AdapterConcurrencyOptions,
   AdapterRateLimitOptions,
   AuthGuardOptions as GuardOptions,
   OnLimitedHook,
@@ -35,3 +36,9 @@ export type AuthGuardOptions = GuardOptions<KoaRequest>;
 
 /** Options of `webhookGuard`: docs/design.md#webhooks; `verify` receives Koa's request object (`ctx.request`). */
 export type WebhookGuardOptions = WebhookGateOptions<KoaRequest>;
+
+/**
+ * Options of `concurrency`: docs/design.md#concurrency; `key` and `skip` receive the Koa request,
+ * `onLimited` answers a refusal.
+ */
+export interface ConcurrencyOptions extends AdapterConcurrencyOptions<KoaRequest, OnLimited> {}

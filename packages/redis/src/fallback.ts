@@ -3,6 +3,8 @@ import {
   type Decision,
   type FailureDecision,
   type FailureRule,
+  type LeaseAnswer,
+  type LeaseRule,
   MemoryStore,
   type MemoryStoreOptions,
   type Timers,
@@ -129,5 +131,28 @@ export class Fallback {
     const s = this.#failed(error);
     if (s.policy === 'fallback') return s.local.trusted(table, member, groups, rule);
     return groups.map(() => s.policy === 'open');
+  }
+
+  /**
+   * A lease Redis could not take: under `fallback` the fallback store holds it (this process's
+   * share of the limit), under `open` it is let through, under `closed` refused.
+   */
+  acquire(key: string, rule: LeaseRule, lease: string, error: unknown): LeaseAnswer {
+    const s = this.#failed(error);
+    let a: LeaseAnswer;
+    if (s.policy === 'fallback') a = { ...s.local.acquire(key, rule, lease), reason: 'fallback' };
+    else if (s.policy === 'open') a = { acquired: true, held: 0, reason: 'fallback' };
+    else a = { acquired: false, held: 0, reason: 'store-error' };
+    const left = a.acquired ? Math.max(0, rule.max - a.held) : 0;
+    s.outage.announce({
+      allowed: a.acquired,
+      reason: a.reason as 'fallback' | 'store-error',
+      limit: rule.max,
+      remaining: left,
+      retryAfterMs: 0,
+      resetMs: 0,
+      key,
+    });
+    return a;
   }
 }

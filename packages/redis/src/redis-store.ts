@@ -6,6 +6,7 @@ import { FailureCalls } from './failure-calls.js';
 import { IndexWriter } from './index-writer.js';
 import { Invalidations } from './invalidations.js';
 import { KeyWalk } from './key-walk.js';
+import { LeaseCalls } from './lease-calls.js';
 import { LocalDeny } from './local-deny.js';
 import { LockoutListing } from './lockout-listing.js';
 import type { OnError, RedisStoreOptions } from './options.js';
@@ -47,6 +48,7 @@ export class RedisStore implements core.Store {
   readonly #writeBack: WriteBack;
   readonly #failures: FailureCalls;
   readonly #trusts: TrustCalls;
+  readonly #leases: LeaseCalls;
   readonly #windows: WindowCalls;
   readonly #listing: LockoutListing;
   readonly #walk: KeyWalk;
@@ -110,6 +112,7 @@ export class RedisStore implements core.Store {
       durability: this.#durability,
     });
     this.#trusts = new TrustCalls(s, this.#fallback);
+    this.#leases = new LeaseCalls(s, this.#fallback);
     this.#windows = new WindowCalls(s, this.#fallback, this.#invalidations);
     this.#listing = new LockoutListing(s, this.#failures);
     this.#walk = new KeyWalk(s);
@@ -324,6 +327,24 @@ export class RedisStore implements core.Store {
   ): Promise<boolean[]> {
     const call = this.#trusts.trusted(table, member, groups, rule);
     return call instanceof ScriptCall ? this.#batching.one(call) : Promise.resolve(call);
+  }
+
+  /**
+   * Takes or renews lease `lease` of `key` (see `Store.acquire`): one script call on
+   * `<prefix>~leases:<key>`, a sorted set of lease ids by expiry on the Redis clock, so every
+   * process counts the same slots and a crashed one's leases expire. Never rejects: while Redis
+   * fails, `fallback` holds the lease in the fallback store, `open` lets it through, `closed`
+   * refuses it (`reason: 'store-error'`).
+   */
+  acquire(key: string, rule: core.LeaseRule, lease: string): Promise<core.LeaseAnswer> {
+    const call = this.#leases.acquire(key, rule, lease);
+    return call instanceof ScriptCall ? this.#batching.one(call) : Promise.resolve(call);
+  }
+
+  /** Gives lease `lease` of `key` back (see `Store.release`). Never rejects. */
+  release(key: string, lease: string): Promise<void> {
+    const call = this.#leases.release(key, lease);
+    return call === undefined ? Promise.resolve() : this.#batching.one(call);
   }
 
   /**

@@ -11,8 +11,9 @@ export function globEscape(text: string): string {
 
 /**
  * Calls `onKeys` with the limiter keys of each page `page` returns, from cursor 0 until the cursor
- * is 0 again; keys starting with `<storePrefix>~lockouts` (the lockout index and its registry, no
- * limiter's keys: a limiter's keys always carry its name) are left out.
+ * is 0 again; keys starting with `<storePrefix>~lockouts` (the lockout index and its registry) or
+ * `<storePrefix>~leases:` (concurrency leases, no window or failure state) are left out: a
+ * limiter's keys always carry its name.
  */
 export async function eachScanPage(
   page: ScanPage,
@@ -20,6 +21,7 @@ export async function eachScanPage(
   onKeys: (redisKeys: string[]) => unknown,
 ): Promise<void> {
   const index = `${storePrefix}~lockouts`;
+  const leases = `${storePrefix}~leases:`;
   let cursor = '0';
   do {
     const reply = await page(cursor);
@@ -27,7 +29,7 @@ export async function eachScanPage(
     const keys: string[] = [];
     for (const k of reply[1]) {
       const text = typeof k === 'string' ? k : Buffer.from(k as Uint8Array).toString();
-      if (!text.startsWith(index)) keys.push(text);
+      if (!text.startsWith(index) && !text.startsWith(leases)) keys.push(text);
     }
     await onKeys(keys);
   } while (cursor !== '0');

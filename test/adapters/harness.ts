@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { AuthOutcome, MaybePromise } from '@portcullis/core';
 import type {
   AuthGateOptions,
+  ConcurrencyGateOptions,
   RequestGateOptions,
   WebhookGateOptions,
 } from '@portcullis/core/adapter';
@@ -42,6 +43,63 @@ export interface AppSpec {
     verify: (req: AnyRequest) => MaybePromise<AuthOutcome>;
   };
   readonly webhook?: WebhookGateOptions<AnyRequest>;
+  /** GET /busy behind `concurrency`; its handler waits on `holds` (see {@link busy}). */
+  readonly concurrency?: ConcurrencyGateOptions<AnyRequest>;
+}
+
+/**
+ * Latches the /busy handler waits on: a request with `x-hold: <id>` is answered once the test
+ * opens `<id>`; `reached(id)` resolves when its handler started (its slot is held).
+ */
+export class Holds {
+  readonly #open = new Map<string, () => void>();
+  readonly #gates = new Map<string, Promise<void>>();
+  readonly #reached = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+
+  #reach(id: string) {
+    let r = this.#reached.get(id);
+    if (r === undefined) {
+      let resolve = () => {};
+      const promise = new Promise<void>((res) => {
+        resolve = res;
+      });
+      r = { promise, resolve };
+      this.#reached.set(id, r);
+    }
+    return r;
+  }
+
+  /** What the handler awaits for `id`. */
+  wait(id: string): Promise<void> {
+    this.#reach(id).resolve();
+    let gate = this.#gates.get(id);
+    if (gate === undefined) {
+      gate = new Promise<void>((resolve) => this.#open.set(id, resolve));
+      this.#gates.set(id, gate);
+    }
+    return gate;
+  }
+
+  /** Resolves once the handler of `id` runs. */
+  reached(id: string): Promise<void> {
+    return this.#reach(id).promise;
+  }
+
+  /** Lets the handler of `id` answer. */
+  open(id: string): void {
+    if (!this.#gates.has(id)) void this.wait(id);
+    this.#open.get(id)?.();
+  }
+}
+
+/** The latches of every /busy handler. */
+export const holds = new Holds();
+
+/** The /busy handler's work: wait on `x-hold`, throw on `x-throw`. */
+async function busy(req: AnyRequest): Promise<void> {
+  const id = req.headers['x-hold'];
+  if (typeof id === 'string') await holds.wait(id);
+  if (req.headers['x-throw'] !== undefined) throw new Error('the handler failed');
 }
 
 /** One request: the suite always connects from 127.0.0.1 (supertest) or injects 127.0.0.1. */
@@ -49,6 +107,8 @@ export interface Call {
   readonly method?: 'GET' | 'POST';
   readonly path: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** Aborts an in-process Fetch request, as a client going away does (hono/fetch only). */
+  readonly signal?: AbortSignal;
 }
 
 /** A response, normalised: lower-case header names, string values, the raw body text. */
@@ -129,6 +189,10 @@ function expressFramework(name: string, express: typeof express5): Framework {
           res.status(statusOf(req)).json({ decision: req.rateLimit ?? null });
         });
       }
+      if (spec.concurrency)
+        app.get('/busy', px.concurrency(spec.concurrency), (req, res, next) => {
+          busy(req).then(() => res.json({ ok: true }), next);
+        });
       if (spec.mountUncalled) {
         app.get('/uncalled', px.rateLimit as unknown as express5.RequestHandler, (_req, res) =>
           res.send('unreachable'),
@@ -185,6 +249,15 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
           (ctx) => {
             ctx.type = 'text';
             ctx.body = 'ok';
+          },
+        ]);
+      }
+      if (spec.concurrency) {
+        routes.set('GET /busy', [
+          pk.concurrency(spec.concurrency),
+          async (ctx) => {
+            await busy(ctx.request);
+            ctx.body = { ok: true };
           },
         ]);
       }
@@ -268,6 +341,15 @@ function fastifyFramework(
           app.post('/auth', { onRequest: pf.authGuard(spec.auth), config: optOut }, async () => ({
             ok: true,
           }));
+        if (spec.concurrency)
+          app.get(
+            '/busy',
+            { onRequest: pf.concurrency(spec.concurrency), config: optOut },
+            async (request) => {
+              await busy(request);
+              return { ok: true };
+            },
+          );
         if (spec.webhook) {
           app.post(
             '/webhook',
@@ -408,9 +490,14 @@ function honoFramework(name: string, transport: 'node-server' | 'request'): Fram
         app.post('/webhook', ph.webhookGuard(opts(spec.webhook)), (c) =>
           c.body('ok', 200, TEXT_HEADERS),
         );
+      if (spec.concurrency)
+        app.get('/busy', ph.concurrency(opts(spec.concurrency)), async (c) => {
+          await busy(view(c));
+          return c.body(JSON.stringify({ ok: true }), 200, JSON_HEADERS);
+        });
       if (transport === 'request')
         return {
-          send: async (call) => reply(await app.request(fetchRequest(call))),
+          send: async (call) => reply(await app.request(fetchRequest(call, call.signal))),
           close: async () => {},
         };
       const server = await new Promise<ServerType>((resolve) => {
@@ -480,6 +567,16 @@ function fetchFramework(name: string, transport: 'bridge' | 'direct'): Framework
           guard(() => new Response('ok', { headers: TEXT_HEADERS })),
         );
       }
+      if (spec.concurrency) {
+        const limit = pw.concurrency<Request, [PeerInfo]>(opts(spec.concurrency));
+        routes.set(
+          'GET /busy',
+          limit(async (request) => {
+            await busy(view(request));
+            return jsonResponse({ ok: true });
+          }),
+        );
+      }
       const dispatch = async (request: Request, info: PeerInfo): Promise<Response> => {
         const route = routes.get(`${request.method} ${new URL(request.url).pathname}`);
         if (route === undefined) return new Response('Not Found', { status: 404 });
@@ -492,7 +589,7 @@ function fetchFramework(name: string, transport: 'bridge' | 'direct'): Framework
       if (transport === 'direct')
         return {
           send: async (call) =>
-            reply(await dispatch(fetchRequest(call), { remoteAddress: '127.0.0.1' })),
+            reply(await dispatch(fetchRequest(call, call.signal), { remoteAddress: '127.0.0.1' })),
           close: async () => {},
         };
       return listen((req, res) => {

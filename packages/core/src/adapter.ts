@@ -18,6 +18,7 @@ export {
 } from './safe-call.js';
 export { type WithoutUndefined, withoutUndefined } from './without-undefined.js';
 export { sessionCreationLimiterSpec } from './session-creation.js';
+export { windowLimiterSpec } from './window-limiter.js';
 export { timeStoreCall } from './events.js';
 export { byEnd } from './store.js';
 export { batchCalls, callStore } from './store-batch.js';

@@ -85,6 +85,7 @@ describe('the entry points', () => {
         'timeStoreCall',
         'unresolvedAddressWarning',
         'warningsOption',
+        'windowLimiterSpec',
         'withControls',
         'withResponseHeaders',
         'withoutUndefined',

@@ -87,7 +87,11 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
   readonly store: Store;
 }
 
-const windowLimiterSpec = {
+/**
+ * The option checks of {@link createWindowLimiter}: for a wrapper that hands its options on to one
+ * (the request gate, rpc's method quotas) and so must check them alike.
+ */
+export const windowLimiterSpec = {
   limit: integer(1),
   windowMs: duration(1),
   algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),

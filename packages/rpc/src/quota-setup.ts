@@ -1,22 +1,16 @@
 import {
-  type Clock,
   createWindowLimiter,
   type Logger,
   type MaybePromise,
   PortcullisConfigError,
-  type Store,
-  type Timers,
   type WindowLimiter,
 } from '@portcullis/core';
 import {
-  booleanOption,
   eitherOption,
   functionOption,
   integerOption,
-  methodsOption,
-  nonEmptyStringOption,
   oneOfOption,
-  warningsOption,
+  windowLimiterSpec,
   withoutUndefined,
 } from '@portcullis/core/adapter';
 import { contextIdentity, type MethodIdentity } from './identity.js';
@@ -48,10 +42,12 @@ export interface QuotaSetup<Params, Ctx> {
   readonly patternLimiter: WindowLimiter | undefined;
 }
 
+// createWindowLimiter's checks for what is handed on to it; rpc counts in fixed windows only.
+const { algorithm: _fixedWindowOnly, ...windowOptions } = windowLimiterSpec;
+
 const quotaSpec = {
+  ...windowOptions,
   methods: methodList,
-  limit: integerOption(1),
-  windowMs: integerOption(1),
   identity: functionOption,
   ipv6Subnet: eitherOption(
     integerOption(1, 128),
@@ -59,15 +55,7 @@ const quotaSpec = {
     'an integer from 1 to 128 or false',
   ),
   maxPatternMethods: integerOption(1),
-  store: methodsOption<Store>('consume', 'peek', 'refund', 'delete'),
-  maxEntries: integerOption(1),
-  clock: methodsOption<Clock>('now'),
-  timers: methodsOption<Timers>('setTimeout', 'clearTimeout'),
-  dryRun: booleanOption,
   onLimited: functionOption,
-  logger: methodsOption<Logger>('warn', 'error'),
-  name: nonEmptyStringOption,
-  warnings: warningsOption,
 };
 
 /**

@@ -14,11 +14,8 @@ import {
 import {
   boolean,
   duration,
-  either,
   exclusiveLimiter,
-  func,
   integer,
-  oneOf,
   parseOptions,
   required,
   withMethods,
@@ -32,7 +29,7 @@ import {
   clientOptionSpec,
   type GateClientOptions,
 } from './gate-options.js';
-import { requestKeyer } from './request-limiters.js';
+import { checkKey, requestKeyer, requestKeySpec } from './request-keys.js';
 
 /** Options of {@link createConcurrencyGate} (and of every adapter's `concurrency`). */
 export interface ConcurrencyGateOptions<Req> extends GateClientOptions {
@@ -96,23 +93,15 @@ export interface ConcurrencyGate<Req> {
   close(): MaybePromise<void>;
 }
 
-const fn = func as (value: unknown, fail: (expected: string) => never) => never;
-
 const concurrencyGateSpec = {
   max: integer(1),
-  key: fn,
-  skip: fn,
+  ...requestKeySpec,
   leaseMs: duration(3),
   retryAfterMs: duration(0),
-  name: (v: unknown, fail: (e: string) => never) =>
-    typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
-      ? v
-      : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
   store: withMethods<Store>('acquire', 'release'),
   clock: withMethods<Clock>('now'),
   timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
   dryRun: boolean,
-  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   limiter: withMethods<ConcurrencyLimiter>('acquire', 'close'),
   ...clientOptionSpec,
 };
@@ -213,9 +202,4 @@ function concurrencyResult(lease: Lease): ConcurrencyResult {
     answer: jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers),
     release: lease.release,
   };
-}
-
-function checkKey(key: unknown): string {
-  if (typeof key === 'string') return key;
-  throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
 }

@@ -1,13 +1,24 @@
-import { isPromise, type MaybePromise } from '../promise.js';
-import type { HttpAnswer } from './answer.js';
+import type { MaybePromise } from '../promise.js';
 import type {
   ConcurrencyGate,
   ConcurrencyGateOptions,
   ConcurrencyResult,
 } from './concurrency-gate.js';
-import type { FetchIdiom, FetchMiddleware, LimitedResponder } from './fetch-middleware.js';
+import {
+  type FetchIdiom,
+  type FetchMiddleware,
+  fetchRefuse,
+  type LimitedResponder,
+  runFetchGate,
+} from './fetch-middleware.js';
 import { withControls } from './controls.js';
-import { type HttpIdiom, type LimitedHandler, type Middleware, named } from './middleware.js';
+import {
+  type HttpIdiom,
+  type LimitedHandler,
+  type Middleware,
+  refuse,
+  runGate,
+} from './middleware.js';
 
 /** The part of a Node `ServerResponse` watched for the end of a request's slot. */
 export interface ClosingResponse {
@@ -71,18 +82,10 @@ export function concurrencyMiddleware<A, B, C, Req>(
       else res.once('close', result.release);
       return idiom.next(a, b, c);
     }
-    if (idiom.sent(a, b)) return undefined;
-    if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
-    idiom.setHeaders(result.headers, a, b);
-    const done = onLimited(result.decision, a, b, c);
-    return isPromise(done) ? done.then(undefined, (error) => idiom.fail(error, a, b, c)) : done;
+    return refuse(result, idiom, onLimited, a, b, c);
   }
   return withGate(
-    named(function portcullisConcurrency(a: A, b: B, c: C): unknown {
-      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-      if (!isPromise(result)) return settle(result, a, b, c);
-      return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
-    }, setup.name ?? 'portcullisConcurrency'),
+    runGate(gate, idiom, settle, setup.name ?? 'portcullisConcurrency'),
     gate as ConcurrencyGate<never>,
   );
 }
@@ -115,28 +118,12 @@ export function fetchConcurrency<A, B, C, Req, Out>(
     return idiom.replace(releasedAtEnd(idiom.response(handed, a), result.release), a, b);
   }
 
-  async function refused(result: ConcurrencyResult, a: A, b: B): Promise<Out> {
-    if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
-    idiom.prepare(result.headers, a, b);
-    return idiom.limited(await onLimited(result.decision, a, b), result.headers, a, b);
-  }
-
   function settle(result: ConcurrencyResult | undefined, a: A, b: B, c: C): Promise<Out> {
     if (result === undefined) return Promise.resolve(idiom.next(a, b, c));
-    return result.ok ? allowed(result, a, b, c) : refused(result, a, b);
+    return result.ok ? allowed(result, a, b, c) : fetchRefuse(result, idiom, onLimited, a, b);
   }
 
-  return withGate(
-    named(function portcullisConcurrency(a: A, b: B, c: C): Promise<Out> {
-      try {
-        const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-        return isPromise(result) ? result.then((r) => settle(r, a, b, c)) : settle(result, a, b, c);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }, setup.name),
-    gate as ConcurrencyGate<never>,
-  );
+  return withGate(runFetchGate(gate, idiom, settle, setup.name), gate as ConcurrencyGate<never>);
 }
 
 /** Releases held for bodies nobody read: a body collected unread gives its slot back. */

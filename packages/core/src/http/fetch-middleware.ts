@@ -6,7 +6,7 @@ import type { HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec } from './gate-options.js';
 import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
 import { knownOutcome, outcomeOnce } from './fetch.js';
-import { controlsOf, type GuardGate, guardMiddleware, named } from './middleware.js';
+import { controlsOf, type GuardGate, guardMiddleware, named, type Refusal } from './middleware.js';
 import type { RequestGate, RequestResult } from './request-gate.js';
 
 /**
@@ -132,31 +132,51 @@ export function fetchRateLimit<A, B, C, Req, Out>(
     return idiom.finish(response, headers, a, b);
   }
 
-  async function refused(result: RequestResult, a: A, b: B): Promise<Out> {
-    if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
-    idiom.prepare(result.headers, a, b);
-    return idiom.limited(await onLimited(result.decision, a, b), result.headers, a, b);
-  }
-
   function settle(result: RequestResult | undefined, a: A, b: B, c: C): Promise<Out> {
     if (result === undefined) return Promise.resolve(idiom.next(a, b, c));
     idiom.expose(result.decision, a, b);
-    return result.ok ? allowed(result, a, b, c) : refused(result, a, b);
+    return result.ok ? allowed(result, a, b, c) : fetchRefuse(result, idiom, onLimited, a, b);
   }
 
   // Not an async function: with the memory store the decision is synchronous, and an async
   // wrapper around allowed()'s promise would cost every request another promise and tick.
-  return withControls(
-    named(function portcullisRateLimit(a: A, b: B, c: C): Promise<Out> {
-      try {
-        const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-        return isPromise(result) ? result.then((r) => settle(r, a, b, c)) : settle(result, a, b, c);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }, setup.name),
-    controlsOf(gate),
-  );
+  return withControls(runFetchGate(gate, idiom, settle, setup.name), controlsOf(gate));
+}
+
+/**
+ * A Fetch middleware that runs `gate` on each request and hands its result to `settle`; it
+ * always returns a promise, and a throw (of `key`, the store, the handler) rejects it.
+ */
+export function runFetchGate<A, B, C, Req, R, Out>(
+  gate: { run(raw: RawRequest, req: Req): MaybePromise<R> },
+  idiom: FetchIdiom<A, B, C, Req, Out>,
+  settle: (result: R, a: A, b: B, c: C) => Promise<Out>,
+  name: string | undefined,
+): FetchMiddleware<A, B, C, Out> {
+  return named(function portcullisMiddleware(a: A, b: B, c: C): Promise<Out> {
+    try {
+      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
+      return isPromise(result) ? result.then((r) => settle(r, a, b, c)) : settle(result, a, b, c);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }, name);
+}
+
+/**
+ * Answers a refusal by returning a `Response`: `onLimited`'s, with the refusal's headers prepared
+ * and added to it, or the gate's answer as `send` builds it.
+ */
+export async function fetchRefuse<A, B, C, Req, Out>(
+  result: Refusal,
+  idiom: FetchIdiom<A, B, C, Req, Out>,
+  onLimited: LimitedResponder<A, B> | undefined,
+  a: A,
+  b: B,
+): Promise<Out> {
+  if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
+  idiom.prepare(result.headers, a, b);
+  return idiom.limited(await onLimited(result.decision, a, b), result.headers, a, b);
 }
 
 /**

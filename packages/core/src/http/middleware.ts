@@ -97,20 +97,44 @@ export type GuardGate<Req> = Pick<AuthGate<Req>, 'run' | 'reconfigure' | 'limite
  * A middleware that runs `gate` on each request and hands its result to `settle`: synchronously
  * when the gate is (the memory store), a rejection to the framework's error path.
  */
-function gateMiddleware<A, B, C, Req, R, G extends Controls>(
-  gate: G & { run(raw: RawRequest, req: Req): MaybePromise<R> },
+export function runGate<A, B, C, Req, R>(
+  gate: { run(raw: RawRequest, req: Req): MaybePromise<R> },
   idiom: HttpIdiom<A, B, C, Req>,
   settle: (result: R, a: A, b: B, c: C) => unknown,
   name: string,
-): Middleware<A, B, C> & Pick<G, keyof Controls> {
-  return withControls(
-    named(function portcullisMiddleware(a: A, b: B, c: C): unknown {
-      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
-      if (!isPromise(result)) return settle(result, a, b, c);
-      return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
-    }, name),
-    controlsOf(gate),
-  );
+): Middleware<A, B, C> {
+  return named(function portcullisMiddleware(a: A, b: B, c: C): unknown {
+    const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
+    if (!isPromise(result)) return settle(result, a, b, c);
+    return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
+  }, name);
+}
+
+/** What every refusal carries: the decision, its headers, and the gate's own answer. */
+export interface Refusal {
+  readonly decision: Decision;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly answer: HttpAnswer | undefined;
+}
+
+/**
+ * Answers a refusal on a Node response: nothing when a response was already sent (there is no
+ * one left to answer); else `onLimited`, with the refusal's headers already set, or the gate's
+ * answer written as it is. A rejected `onLimited` goes to the framework's error path.
+ */
+export function refuse<A, B, C, Req>(
+  result: Refusal,
+  idiom: HttpIdiom<A, B, C, Req>,
+  onLimited: LimitedHandler<A, B, C> | undefined,
+  a: A,
+  b: B,
+  c: C,
+): unknown {
+  if (idiom.sent(a, b)) return undefined;
+  if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
+  idiom.setHeaders(result.headers, a, b);
+  const done = onLimited(result.decision, a, b, c);
+  return isPromise(done) ? done.then(undefined, (error) => idiom.fail(error, a, b, c)) : done;
 }
 
 /**
@@ -129,7 +153,10 @@ export function guardMiddleware<A, B, C, Req>(
     if (result.ok) return idiom.next(a, b, c);
     return idiom.sent(a, b) ? undefined : idiom.send(result.answer, a, b);
   }
-  return gateMiddleware(gate, idiom, settle, setup.name ?? 'portcullisGuard');
+  return withControls(
+    runGate(gate, idiom, settle, setup.name ?? 'portcullisGuard'),
+    controlsOf(gate),
+  );
 }
 
 /**
@@ -176,11 +203,10 @@ export function rateLimitMiddleware<A, B, C, Req, Res>(
       if (tracksOutcome) gate.track(result, idiom.rawRes(a, b), idiom.req(a, b), idiom.res(a, b));
       return idiom.next(a, b, c);
     }
-    if (idiom.sent(a, b)) return undefined;
-    if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
-    idiom.setHeaders(result.headers, a, b);
-    const done = onLimited(result.decision, a, b, c);
-    return isPromise(done) ? done.then(undefined, (error) => idiom.fail(error, a, b, c)) : done;
+    return refuse(result, idiom, onLimited, a, b, c);
   }
-  return gateMiddleware(gate, idiom, settle, setup.name ?? 'portcullisRateLimit');
+  return withControls(
+    runGate(gate, idiom, settle, setup.name ?? 'portcullisRateLimit'),
+    controlsOf(gate),
+  );
 }

@@ -13,7 +13,8 @@ import type { PerRequest } from './policies.js';
 import { requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';
 import { requestSpender } from './request-spend.js';
-import { parseRequestOptions, requestKeyer, requestLimiters } from './request-limiters.js';
+import { checkKey, requestKeyer } from './request-keys.js';
+import { parseRequestOptions, requestLimiters } from './request-limiters.js';
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
 /** Options of {@link createRequestGate} (and of every adapter's `rateLimit`). */
@@ -196,9 +197,4 @@ export function createRequestGate<Req, Res = unknown>(
       return o.limiter === undefined ? limiter.close() : undefined;
     },
   };
-}
-
-function checkKey(key: unknown): string {
-  if (typeof key === 'string') return key;
-  throw new TypeError(`Portcullis: key(req) must return a string, got ${typeof key}`);
 }

@@ -1,6 +1,3 @@
-import { compileClientRules, type RawRequest } from '../client.js';
-import type { Clock, Timers } from '../clock.js';
-import { subnetKey } from '../ip.js';
 import { checkNetworksWider, ipv6NetworksOption } from '../ipv6-networks.js';
 import { PortcullisConfigError } from '../errors.js';
 import { NetworkWindows } from './network-windows.js';
@@ -17,16 +14,11 @@ import {
   parseOptions,
   withMethods,
 } from '../options.js';
-import type { Algorithm, Store } from '../store.js';
 import type { Warnings } from '../warnings.js';
-import { createWindowLimiter, type WindowLimiter } from '../window-limiter.js';
+import { createWindowLimiter, type WindowLimiter, windowLimiterSpec } from '../window-limiter.js';
 import { withoutUndefined } from '../without-undefined.js';
-import {
-  type AdapterOptionSpec,
-  clientOptionSpec,
-  gateClientRules,
-  type ParsedClientOptions,
-} from './gate-options.js';
+import { type AdapterOptionSpec, clientOptionSpec } from './gate-options.js';
+import { requestKeySpec } from './request-keys.js';
 import type { HeaderMode } from '../headers.js';
 import { createPolicies, type PerRequest, type Policy } from './policies.js';
 import type { MaybePromise } from '../promise.js';
@@ -35,24 +27,13 @@ const fn = func as (value: unknown, fail: (expected: string) => never) => never;
 
 /** Every option a request gate takes, beside the adapter's own. */
 const requestGateSpec = {
+  ...windowLimiterSpec,
   limit: either(integer(1), func, 'a positive integer or a function'),
   windowMs: either(duration(1), func, 'a positive integer (ms) or a function'),
-  algorithm: oneOf<Algorithm>(['fixed-window', 'sliding-window', 'token-bucket']),
-  name: (v: unknown, fail: (e: string) => never) =>
-    typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v)
-      ? v
-      : fail('a token of 1–64 letters, digits, "_", "." or "-"'),
-  key: fn,
-  skip: fn,
+  ...requestKeySpec,
   cost: either(integer(1), func, 'a positive integer or a function'),
   headers: oneOf<boolean | 'ietf' | 'legacy'>([true, false, 'ietf', 'legacy']),
   limiter: withMethods<WindowLimiter>('consume', 'peek', 'reset', 'refund', 'reconfigure'),
-  store: withMethods<Store>('consume', 'peek', 'refund', 'delete'),
-  maxEntries: integer(1),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  dryRun: boolean,
-  ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
   ipv6Networks: ipv6NetworksOption,
   skipSuccessfulRequests: boolean,
   skipFailedRequests: boolean,
@@ -151,21 +132,4 @@ export function requestLimiters<Req>(
     : undefined;
   const networks = nets === undefined ? undefined : new NetworkWindows(limiter, nets, o, mode);
   return { limiter, policyOf, ownStore, networks };
-}
-
-/**
- * The default key of a request: its resolved client IP, IPv6 cut to its network (`ipv6Subnet`,
- * /64 by default), `unknown` when it cannot be resolved.
- */
-export function requestKeyer(
-  o: ParsedClientOptions & { readonly ipv6Subnet?: number | boolean | undefined },
-): (raw: RawRequest) => string {
-  const subnet = (o.ipv6Subnet ?? 64) as number | false;
-  const { address } = compileClientRules(gateClientRules(o));
-  return (raw) => {
-    const client = address(raw);
-    if (client === undefined) return 'unknown';
-    // IPv4 keys are the canonical text already; IPv6 ones are cut to their network.
-    return client.ip.v === 4 ? client.text : subnetKey(client.ip, subnet);
-  };
 }

@@ -45,7 +45,7 @@ describe('RedisStore leases, two processes on one prefix', () => {
     first.release();
     // release() gives the slot back without waiting: ask Redis until it has heard.
     await vi.waitFor(async () =>
-      expect(await redis.sendCommand(['ZCARD', `${p}~leases:default:k`])).toBe(1),
+      expect(await redis.sendCommand(['ZCARD', `${p}~leases:default:k`], undefined)).toBe(1),
     );
     const fourth = await lb.acquire('k');
     expect(fourth.decision).toMatchObject({ allowed: true, remaining: 0 });
@@ -73,13 +73,13 @@ describe('RedisStore leases, two processes on one prefix', () => {
     const store = new RedisStore({ sendCommand: redis.sendCommand, prefix: p, onError: 'closed' });
     await store.acquire('where', { max: 3, leaseMs: 5000 }, 'x');
     const key = `${p}~leases:where`;
-    expect(await redis.sendCommand(['TYPE', key])).toBe('zset');
-    expect(await redis.sendCommand(['ZRANGE', key, '0', '-1'])).toEqual(['x']);
-    const ttl = Number(await redis.sendCommand(['PTTL', key]));
+    expect(await redis.sendCommand(['TYPE', key], undefined)).toBe('zset');
+    expect(await redis.sendCommand(['ZRANGE', key, '0', '-1'], undefined)).toEqual(['x']);
+    const ttl = Number(await redis.sendCommand(['PTTL', key], undefined));
     expect(ttl).toBeGreaterThan(4000);
     expect(ttl).toBeLessThanOrEqual(5000);
     await store.release('where', 'x');
-    expect(await redis.sendCommand(['ZCARD', key])).toBe(0);
+    expect(await redis.sendCommand(['ZCARD', key], undefined)).toBe(0);
     store.close();
   });
 });

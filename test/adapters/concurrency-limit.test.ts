@@ -4,8 +4,9 @@
  * ends, when its handler throws and when its client goes away, never later and never twice.
  */
 import http from 'node:http';
-import { MemoryStore, type Store } from '@portcullis/core';
+import { createConcurrencyLimiter, MemoryStore, type Store } from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
+import { manualClock } from '@portcullis/core/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   deletePrefix,
@@ -147,6 +148,66 @@ describe.each(stores)('concurrency on $name', (storeKind) => {
       }
     });
 
+    it('queue: a refused request waits for the slot, one more is refused at once', async () => {
+      const app = await fw.build({
+        concurrency: { max: 1, queue: 1, queuePollMs: 20, store: storeKind.make() },
+      });
+      try {
+        const a = held(app);
+        await a.reached;
+        const b = held(app);
+        let bRan = false;
+        void b.reached.then(() => {
+          bRan = true;
+        });
+        // B waits in line (its handler has not run); C finds the line full.
+        const c = await app.send(busy());
+        expect([c.status, c.headers['retry-after'], json(c)]).toEqual([429, '1', REFUSED]);
+        expect(bRan).toBe(false);
+        a.open();
+        expect((await a.reply).status).toBe(200);
+        await b.reached;
+        b.open();
+        expect((await b.reply).status).toBe(200);
+        expect((await app.send(busy())).status).toBe(200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('queue: a request that waited queueTimeoutMs gets the 429', async () => {
+      const clock = manualClock(Date.now());
+      const app = await fw.build({
+        concurrency: {
+          max: 1,
+          queue: 1,
+          queueTimeoutMs: 5000,
+          store: storeKind.make(),
+          timers: clock,
+        },
+      });
+      try {
+        const a = held(app);
+        await a.reached;
+        const waited = app.send(busy());
+        // The waiter is in line once the 5 s timeout is pending beside A's heartbeat.
+        await vi.waitFor(() => expect(clock.pendingTimers()).toBeGreaterThanOrEqual(2), {
+          interval: 5,
+        });
+        clock.advance(5000);
+        const refused = await waited;
+        expect([refused.status, refused.headers['retry-after'], json(refused)]).toEqual([
+          429,
+          '1',
+          REFUSED,
+        ]);
+        a.open();
+        await a.reply;
+      } finally {
+        await app.close();
+      }
+    });
+
     // A client leaves by closing its socket; in-process Fetch callers leave by aborting the
     // request's signal. Fastify's inject has no client that can leave: its listening variant
     // covers Fastify.
@@ -172,6 +233,32 @@ describe.each(stores)('concurrency on $name', (storeKind) => {
           holds.open(id);
         } finally {
           await app.close();
+        }
+      });
+    if (leave !== undefined)
+      it('queue: a client that leaves while it waits gives up its place, and its handler never runs', async () => {
+        const limiter = createConcurrencyLimiter({ max: 1, queue: 1, store: storeKind.make() });
+        const app = await fw.build({ concurrency: { limiter } });
+        try {
+          const a = held(app);
+          await a.reached;
+          const id = `queued${++ids}`;
+          let ran = false;
+          void holds.reached(id).then(() => {
+            ran = true;
+          });
+          const gone = leave(app, id);
+          await vi.waitFor(() => expect(limiter.queued()).toBe(1), { interval: 5 });
+          gone();
+          // The server hears of the close on its own schedule.
+          await vi.waitFor(() => expect(limiter.queued()).toBe(0), { interval: 5 });
+          a.open();
+          await a.reply;
+          expect((await app.send(busy())).status).toBe(200);
+          expect(ran).toBe(false);
+        } finally {
+          await app.close();
+          await limiter.close();
         }
       });
   });

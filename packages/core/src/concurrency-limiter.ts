@@ -8,6 +8,7 @@ import { limiterSpec, limiterStore } from './limiter-store.js';
 import { duration, integer, parseOptions, required, withMethods } from './options.js';
 import { checkPolicyName } from './policy-name.js';
 import { isPromise, type MaybePromise } from './promise.js';
+import { LeaseQueue } from './lease-queue.js';
 import type { LeaseAnswer, LeaseRule, Store } from './store.js';
 import type { Warnings } from './warnings.js';
 
@@ -33,8 +34,20 @@ export interface ConcurrencyLimiterOptions {
   clock?: Clock;
   /** Timers for the heartbeat (and the built-in store's sweep). @default systemTimers */
   timers?: Timers;
-  /** Count, but never refuse. @default false */
+  /** Count, but never refuse (nor queue). @default false */
   dryRun?: boolean;
+  /**
+   * Most requests of one key that wait for a slot instead of being refused at once; they are let
+   * in in order of arrival. `0`: none wait. @default 0
+   */
+  queue?: number;
+  /** How long a queued request waits for a slot before it is refused. @default 10_000 */
+  queueTimeoutMs?: number;
+  /**
+   * How often the first request of a line asks the store again (a slot given back in this process
+   * wakes it at once; one given back by another process sharing the store, only this). @default 100
+   */
+  queuePollMs?: number;
   /** Accepted as every limiter accepts it; a concurrency limiter has nothing to warn about yet. */
   logger?: Logger;
   /** Warnings switched off by code. */
@@ -60,24 +73,44 @@ export interface ConcurrencyLimiter {
   readonly rule: LeaseRule;
   /** The store the leases live in. */
   readonly store: Store;
-  /** Takes a slot of `key`; release the lease when the work ends, whatever the outcome. */
-  acquire(key: string): MaybePromise<Lease>;
+  /** Whether a refused request may wait for a slot (`queue` > 0, not a dry run). */
+  readonly queues: boolean;
+  /** How many requests wait for a slot now, over every key (a gauge of the queue's depth). */
+  queued(): number;
+  /**
+   * Takes a slot of `key`; release the lease when the work ends, whatever the outcome. With a
+   * queue, a request refused a slot waits for one (a promise) until `queueTimeoutMs`, or until
+   * `signal` aborts (its client left): either way it is then refused.
+   */
+  acquire(key: string, signal?: AbortSignal): MaybePromise<Lease>;
   /** Closes the store the limiter built (a store you passed is yours to close). */
   close(): MaybePromise<void>;
 }
 
-const concurrencySpec = {
+/** The option checks of {@link createConcurrencyLimiter}, which the concurrency gate hands on. */
+export const concurrencySpec = {
   ...limiterSpec,
   max: integer(1),
   leaseMs: duration(3),
   retryAfterMs: duration(0),
   store: withMethods<Store>('acquire', 'release'),
   maxEntries: integer(1),
+  queue: integer(0, 1_000_000),
+  queueTimeoutMs: duration(1),
+  queuePollMs: duration(1),
 };
 
 /** Lease ids: this process's random prefix and a counter, so processes sharing a store never clash. */
 const processId = randomBytes(8).toString('hex');
 let leaseCount = 0;
+
+/** What a newcomer behind a line is refused with when the line is full. */
+const FULL: LeaseAnswer = Object.freeze({ acquired: false, held: 0 });
+
+/** Swallows the failure of a release nobody waits for: the lease then ends after leaseMs. */
+function settled(given: MaybePromise<void>): void {
+  if (isPromise(given)) given.catch(() => {});
+}
 
 /** A lease refused, or one that is not held: its release does nothing. */
 const nothingHeld = (): void => {};
@@ -102,6 +135,22 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
   const retryAfterMs = o.retryAfterMs ?? 1000;
   const dryRun = o.dryRun ?? false;
   const beatMs = Math.max(1, Math.floor(rule.leaseMs / 3));
+  // A dry run refuses nobody, so nobody waits.
+  const queue =
+    (o.queue ?? 0) > 0 && !dryRun
+      ? new LeaseQueue(
+          {
+            size: o.queue as number,
+            timeoutMs: o.queueTimeoutMs ?? 10_000,
+            pollMs: o.queuePollMs ?? 100,
+          },
+          timers,
+          {
+            take: (k, id) => leases.acquire(k, rule, id),
+            give: (k, id) => settled(leases.release(k, id)),
+          },
+        )
+      : undefined;
 
   function held(k: string, id: string): () => void {
     let timer: TimerHandle | undefined;
@@ -123,7 +172,13 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
       done = true;
       if (timer !== undefined) timers.clearTimeout(timer);
       const given = leases.release(k, id);
-      if (isPromise(given)) given.catch(() => {});
+      if (queue === undefined) settled(given);
+      else if (isPromise(given))
+        given.then(
+          () => queue.wake(k),
+          () => queue.wake(k),
+        );
+      else queue.wake(k);
     };
   }
 
@@ -142,17 +197,46 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
     return decision(false, reason, rule.max, 0, retryAfterMs, retryAfterMs, key);
   }
 
+  function answered(
+    key: string,
+    k: string,
+    id: string,
+    a: LeaseAnswer,
+    signal: AbortSignal | undefined,
+  ): MaybePromise<Lease> {
+    // A store that failed closed is refused at once: waiting would not bring it back.
+    if (a.acquired || queue === undefined || a.reason === 'store-error')
+      return leaseOf(key, k, id, a);
+    return queued(key, k, id, a, signal);
+  }
+
+  async function queued(
+    key: string,
+    k: string,
+    id: string,
+    refusal: LeaseAnswer,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
+    const got = await (queue as LeaseQueue).wait(k, id, signal);
+    return leaseOf(key, k, id, got ?? refusal);
+  }
+
   return {
     name,
     rule,
     store,
-    acquire(key: string): MaybePromise<Lease> {
+    queues: queue !== undefined,
+    queued: () => queue?.size ?? 0,
+    acquire(key: string, signal?: AbortSignal): MaybePromise<Lease> {
       const bounded =
         typeof key === 'string' && key.length <= MAX_KEY_LENGTH ? key : boundedKey(key);
       const k = namespace + bounded;
       const id = `${processId}:${(++leaseCount).toString(36)}`;
+      // Requests already waiting for this key go first: a newcomer joins the line behind them.
+      if (queue?.waiting(k) === true) return queued(bounded, k, id, FULL, signal);
       const a = leases.acquire(k, rule, id);
-      return isPromise(a) ? a.then((x) => leaseOf(bounded, k, id, x)) : leaseOf(bounded, k, id, a);
+      if (isPromise(a)) return a.then((x) => answered(bounded, k, id, x, signal));
+      return answered(bounded, k, id, a, signal);
     },
     close: () => (own ? store.close() : undefined),
   };

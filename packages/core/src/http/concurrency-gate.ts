@@ -1,7 +1,8 @@
 import type { RawRequest } from '../client.js';
-import type { Clock, Timers } from '../clock.js';
 import {
   type ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  concurrencySpec,
   createConcurrencyLimiter,
   type Lease,
 } from '../concurrency-limiter.js';
@@ -11,17 +12,8 @@ import {
   retryAfterSeconds,
   storeUnavailableError,
 } from '../error-shapes.js';
-import {
-  boolean,
-  duration,
-  exclusiveLimiter,
-  integer,
-  parseOptions,
-  required,
-  withMethods,
-} from '../options.js';
+import { exclusiveLimiter, parseOptions, required, withMethods } from '../options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
-import type { Store } from '../store.js';
 import { withoutUndefined } from '../without-undefined.js';
 import { type HttpAnswer, jsonAnswer } from './answer.js';
 import {
@@ -32,7 +24,20 @@ import {
 import { checkKey, requestKeyer, requestKeySpec } from './request-keys.js';
 
 /** Options of {@link createConcurrencyGate} (and of every adapter's `concurrency`). */
-export interface ConcurrencyGateOptions<Req> extends GateClientOptions {
+export interface ConcurrencyGateOptions<Req>
+  extends GateClientOptions,
+    Pick<
+      ConcurrencyLimiterOptions,
+      | 'leaseMs'
+      | 'retryAfterMs'
+      | 'store'
+      | 'clock'
+      | 'timers'
+      | 'dryRun'
+      | 'queue'
+      | 'queueTimeoutMs'
+      | 'queuePollMs'
+    > {
   /** Most requests of one key in flight at once. Required (unless `limiter` is given). */
   max?: number;
   /**
@@ -43,23 +48,8 @@ export interface ConcurrencyGateOptions<Req> extends GateClientOptions {
   key?: (req: Req, defaultKey: string) => MaybePromise<string>;
   /** Requests for which this returns true take no slot. */
   skip?: (req: Req) => MaybePromise<boolean>;
-  /**
-   * How long a slot is held without its heartbeat (renewed every third of this while the request
-   * runs): on a shared store, a crashed process's slots come back after this. @default 60_000
-   */
-  leaseMs?: number;
-  /** The `Retry-After` of a refusal (a hint: nobody knows when a slot frees). @default 1000 */
-  retryAfterMs?: number;
-  /** Namespaces keys in a shared store. @default 'default' */
+  /** Namespaces keys in a shared store: 1–64 letters, digits, `_`, `.` or `-`. @default 'default' */
   name?: string;
-  /** Where the slots live (a `MemoryStore` or a `RedisStore`). @default a new MemoryStore */
-  store?: Store;
-  /** Time source of the built-in store. @default systemClock */
-  clock?: Clock;
-  /** Timers of the heartbeat. @default systemTimers */
-  timers?: Timers;
-  /** Take slots, but never refuse. @default false */
-  dryRun?: boolean;
   /** IPv6 clients are keyed by this prefix by default; `false` = full address. @default 64 */
   ipv6Subnet?: number | false;
   /** An existing concurrency limiter to use instead of building one from the numbers above. */
@@ -85,23 +75,25 @@ export interface ConcurrencyResult {
 
 /** A compiled concurrency limit: one per middleware instance. */
 export interface ConcurrencyGate<Req> {
-  /** Decides one request; `undefined` when `skip` said so. */
-  run(raw: RawRequest, req: Req): MaybePromise<ConcurrencyResult | undefined>;
+  /**
+   * Decides one request; `undefined` when `skip` said so. A queued request waits until `signal`
+   * aborts (its client left), then is refused.
+   */
+  run(raw: RawRequest, req: Req, signal?: AbortSignal): MaybePromise<ConcurrencyResult | undefined>;
+  /** Whether refused requests may wait (`queue` > 0): the adapter then says when a client leaves. */
+  readonly queues: boolean;
   /** The concurrency limiter in use. */
   readonly limiter: ConcurrencyLimiter;
   /** Closes the store the gate built. */
   close(): MaybePromise<void>;
 }
 
+// The limiter's own checks for what is handed on to it (its `maxEntries` stays its own).
+const { maxEntries: _limiterOnly, ...limiterChecks } = concurrencySpec;
+
 const concurrencyGateSpec = {
-  max: integer(1),
+  ...limiterChecks,
   ...requestKeySpec,
-  leaseMs: duration(3),
-  retryAfterMs: duration(0),
-  store: withMethods<Store>('acquire', 'release'),
-  clock: withMethods<Clock>('now'),
-  timers: withMethods<Timers>('setTimeout', 'clearTimeout'),
-  dryRun: boolean,
   limiter: withMethods<ConcurrencyLimiter>('acquire', 'close'),
   ...clientOptionSpec,
 };
@@ -115,6 +107,9 @@ const LIMITER_OPTIONS = [
   'clock',
   'timers',
   'dryRun',
+  'queue',
+  'queueTimeoutMs',
+  'queuePollMs',
 ];
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -144,6 +139,9 @@ export function createConcurrencyGate<Req>(
         clock: o.clock,
         timers: o.timers,
         dryRun: o.dryRun,
+        queue: o.queue,
+        queueTimeoutMs: o.queueTimeoutMs,
+        queuePollMs: o.queuePollMs,
         logger: o.logger,
         warnings: o.warnings,
       }),
@@ -152,24 +150,29 @@ export function createConcurrencyGate<Req>(
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
 
-  const take = (key: string): MaybePromise<ConcurrencyResult> => {
-    const lease = limiter.acquire(checkKey(key));
+  const take = (key: string, signal?: AbortSignal): MaybePromise<ConcurrencyResult> => {
+    const lease = limiter.acquire(checkKey(key), signal);
     return isPromise(lease) ? lease.then(concurrencyResult) : concurrencyResult(lease);
   };
 
-  function decide(raw: RawRequest, req: Req): MaybePromise<ConcurrencyResult> {
-    if (keyFn === undefined) return take(defaultKey(raw));
+  function decide(
+    raw: RawRequest,
+    req: Req,
+    signal?: AbortSignal,
+  ): MaybePromise<ConcurrencyResult> {
+    if (keyFn === undefined) return take(defaultKey(raw), signal);
     const key = keyFn(req, defaultKey(raw));
-    return isPromise(key) ? key.then(take) : take(key);
+    return isPromise(key) ? key.then((k) => take(k, signal)) : take(key, signal);
   }
 
   return {
-    run(raw, req) {
-      if (skipFn === undefined) return decide(raw, req);
+    run(raw, req, signal) {
+      if (skipFn === undefined) return decide(raw, req, signal);
       const skip = skipFn(req);
-      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req)));
-      return skip ? undefined : decide(raw, req);
+      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req, signal)));
+      return skip ? undefined : decide(raw, req, signal);
     },
+    queues: limiter.queues === true,
     limiter,
     close: () => (o.limiter === undefined ? limiter.close() : undefined),
   };

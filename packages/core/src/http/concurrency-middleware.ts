@@ -53,6 +53,19 @@ export function concurrencyControls(of: ConcurrencyControls): ConcurrencyControl
   return { limiter: of.limiter, close: of.close };
 }
 
+/** Whether the response closed already (finished, or its client went away). */
+function gone(res: ClosingResponse): boolean {
+  return res.closed === true || res.destroyed === true;
+}
+
+/** A signal that aborts when `res` closes: a queued request stops waiting for a client gone. */
+function leaving(res: ClosingResponse): AbortSignal {
+  const left = new AbortController();
+  if (gone(res)) left.abort();
+  else res.once('close', () => left.abort());
+  return left.signal;
+}
+
 function withGate<F extends object>(fn: F, gate: ConcurrencyGate<never>): F & ConcurrencyControls {
   return withControls(fn, concurrencyControls(gate));
 }
@@ -78,14 +91,17 @@ export function concurrencyMiddleware<A, B, C, Req>(
     if (result === undefined) return idiom.next(a, b, c);
     if (result.ok) {
       const res = idiom.closing(a, b);
-      if (res.closed === true || res.destroyed === true) result.release();
+      if (gone(res)) result.release();
       else res.once('close', result.release);
       return idiom.next(a, b, c);
     }
+    // A queued request whose client left while it waited: nobody is left to answer.
+    if (gate.queues && gone(idiom.closing(a, b))) return undefined;
     return refuse(result, idiom, onLimited, a, b, c);
   }
+  const signalOf = gate.queues ? (a: A, b: B) => leaving(idiom.closing(a, b)) : undefined;
   return withGate(
-    runGate(gate, idiom, settle, setup.name ?? 'portcullisConcurrency'),
+    runGate(gate, idiom, settle, setup.name ?? 'portcullisConcurrency', signalOf),
     gate as ConcurrencyGate<never>,
   );
 }
@@ -123,7 +139,10 @@ export function fetchConcurrency<A, B, C, Req, Out>(
     return result.ok ? allowed(result, a, b, c) : fetchRefuse(result, idiom, onLimited, a, b);
   }
 
-  return withGate(runFetchGate(gate, idiom, settle, setup.name), gate as ConcurrencyGate<never>);
+  return withGate(
+    runFetchGate(gate, idiom, settle, setup.name, gate.queues),
+    gate as ConcurrencyGate<never>,
+  );
 }
 
 /** Releases held for bodies nobody read: a body collected unread gives its slot back. */

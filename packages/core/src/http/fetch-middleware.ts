@@ -145,17 +145,20 @@ export function fetchRateLimit<A, B, C, Req, Out>(
 
 /**
  * A Fetch middleware that runs `gate` on each request and hands its result to `settle`; it
- * always returns a promise, and a throw (of `key`, the store, the handler) rejects it.
+ * always returns a promise, and a throw (of `key`, the store, the handler) rejects it. With
+ * `withSignal` the gate gets the request's signal (a queued request stops waiting when it aborts).
  */
 export function runFetchGate<A, B, C, Req, R, Out>(
-  gate: { run(raw: RawRequest, req: Req): MaybePromise<R> },
+  gate: { run(raw: RawRequest, req: Req, signal?: AbortSignal): MaybePromise<R> },
   idiom: FetchIdiom<A, B, C, Req, Out>,
   settle: (result: R, a: A, b: B, c: C) => Promise<Out>,
   name: string | undefined,
+  withSignal = false,
 ): FetchMiddleware<A, B, C, Out> {
   return named(function portcullisMiddleware(a: A, b: B, c: C): Promise<Out> {
     try {
-      const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
+      const signal = withSignal ? idiom.request(a, b).signal : undefined;
+      const result = gate.run(idiom.raw(a, b), idiom.req(a, b), signal);
       return isPromise(result) ? result.then((r) => settle(r, a, b, c)) : settle(result, a, b, c);
     } catch (error) {
       return Promise.reject(error);

@@ -95,16 +95,18 @@ export type GuardGate<Req> = Pick<AuthGate<Req>, 'run' | 'reconfigure' | 'limite
 
 /**
  * A middleware that runs `gate` on each request and hands its result to `settle`: synchronously
- * when the gate is (the memory store), a rejection to the framework's error path.
+ * when the gate is (the memory store), a rejection to the framework's error path. `signalOf`
+ * gives the gate a signal that aborts when the client leaves (a queued request stops waiting).
  */
 export function runGate<A, B, C, Req, R>(
-  gate: { run(raw: RawRequest, req: Req): MaybePromise<R> },
+  gate: { run(raw: RawRequest, req: Req, signal?: AbortSignal): MaybePromise<R> },
   idiom: HttpIdiom<A, B, C, Req>,
   settle: (result: R, a: A, b: B, c: C) => unknown,
   name: string,
+  signalOf?: (a: A, b: B) => AbortSignal,
 ): Middleware<A, B, C> {
   return named(function portcullisMiddleware(a: A, b: B, c: C): unknown {
-    const result = gate.run(idiom.raw(a, b), idiom.req(a, b));
+    const result = gate.run(idiom.raw(a, b), idiom.req(a, b), signalOf?.(a, b));
     if (!isPromise(result)) return settle(result, a, b, c);
     return result.then((r) => settle(r, a, b, c)).catch((error) => idiom.fail(error, a, b, c));
   }, name);

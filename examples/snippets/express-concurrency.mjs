@@ -17,7 +17,7 @@ const started = new Promise((resolve) => {
 
 const app = express();
 // At most 2 exports of one client at a time; each holds its slot until its response is over.
-app.get('/export', concurrency({ max: 2 }), async (req, res) => {
+app.get('/export', concurrency({ max: 2 }), async (_req, res) => {
   if (++running === 2) bothRunning();
   await slowExports;
   res.send('exported');

@@ -8,8 +8,10 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import {
   channels,
+  createConcurrencyLimiter,
   createFailureLimiter,
   createWindowLimiter,
+  type Lease,
   PortcullisConfigError,
 } from '@portcullis/core';
 import { manualClock } from '@portcullis/core/testing';
@@ -179,6 +181,23 @@ describe('instrument()', () => {
       [decisionLabel('auth', 'allowed')]: 1,
       [decisionLabel('auth', 'locked')]: 0,
       [decisionLabel('api', 'allowed')]: 1,
+    });
+  });
+
+  it("counts a concurrency limiter's slots taken and refused, at zero from the start", async () => {
+    const { provider, collect } = sdk();
+    const slots = createConcurrencyLimiter({ name: 'exports', max: 1 });
+    started({ meterProvider: provider, limiters: [slots] });
+    expect(points((await collect()).get('portcullis.decisions'))).toEqual({
+      [decisionLabel('exports', 'allowed')]: 0,
+      [decisionLabel('exports', 'limited')]: 0,
+    });
+    const held = slots.acquire('203.0.113.7') as Lease;
+    (slots.acquire('203.0.113.7') as Lease).release();
+    held.release();
+    expect(points((await collect()).get('portcullis.decisions'))).toEqual({
+      [decisionLabel('exports', 'allowed')]: 1,
+      [decisionLabel('exports', 'limited')]: 1,
     });
   });
 

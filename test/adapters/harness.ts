@@ -400,6 +400,7 @@ const REQUEST_CALLBACKS = [
   'skip',
   'cost',
   'requestWasSuccessful',
+  'chargeAfter',
   'verify',
   'account',
 ] as const;

@@ -17,6 +17,7 @@ import { checkPolicyName } from './policy-name.js';
 import { checkLimitSpan, duration, integer, oneOf, parseOptions, withMethods } from './options.js';
 import type { Algorithm, Store, WindowRule } from './store.js';
 import type { Warnings } from './warnings.js';
+import { chargeTo } from './window-charge.js';
 
 /** Options of {@link createWindowLimiter}. */
 export interface WindowLimiterOptions {
@@ -66,6 +67,14 @@ export interface WindowLimiter<D extends MaybePromise<Decision> = MaybePromise<D
    * @throws {RangeError} `ERR_PORTCULLIS_COST` for a cost that is not a positive integer, as `consume`
    */
   refund(key: string, cost: number, agoMs: number, spent?: Decision): MaybePromise<void>;
+  /**
+   * Spends `cost` more units of `key` after the fact, when they are known only once the work is
+   * done (docs/design.md#charge-after): all of them when they fit, else what is left, so the next
+   * `consume` is refused until the window has room again. Publishes no decision (the request was
+   * decided already). Answers the units spent. Backs `rateLimit`'s `chargeAfter`.
+   * @throws {RangeError} `ERR_PORTCULLIS_COST` for a cost that is not a non-negative integer
+   */
+  charge(key: string, cost: number): MaybePromise<number>;
   /** Keys held by the store. */
   size(): MaybePromise<number>;
   /** Stops the store's timer (and closes a store the limiter created). */
@@ -205,6 +214,10 @@ export function createWindowLimiter(options?: WindowLimiterOptions): WindowLimit
     reset: (key: string) => store.delete(namespace + limiterKey(key)),
     refund: (key: string, cost: number, agoMs: number, spent?: Decision) =>
       refundTo(store, namespace, key, rule, cost, agoMs, spent),
+    charge(key: string, cost: number): MaybePromise<number> {
+      if (cost !== 0) checkCost(cost);
+      return chargeTo(store, namespace + limiterKey(key), rule, cost);
+    },
     size: () => store.size(),
     close: () => (setup.own ? store.close() : undefined),
     reconfigure(partial: WindowLimiterReconfig): void {

@@ -77,6 +77,14 @@ export interface RequestGateOptions<Req, Res = unknown> extends GateClientOption
    * @default status < 400 (and not aborted)
    */
   requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+  /**
+   * What a request cost beyond `cost`, known once its response ended (tokens a model generated,
+   * bytes sent): a non-negative integer, sync or async, spent in the window the request spent in
+   * (docs/design.md#charge-after). When fewer units are left, what is left is spent, so the next
+   * request is refused until the window has room again. Runs after the response, also when the
+   * client left first.
+   */
+  chargeAfter?: (req: Req, res: Res) => MaybePromise<number>;
 }
 
 /** The part of a Node `ServerResponse` the gate watches to settle a request's outcome. */

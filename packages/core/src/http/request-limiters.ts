@@ -38,6 +38,7 @@ const requestGateSpec = {
   skipSuccessfulRequests: boolean,
   skipFailedRequests: boolean,
   requestWasSuccessful: fn,
+  chargeAfter: fn,
   ...clientOptionSpec,
 };
 
@@ -61,6 +62,16 @@ export type ParsedRequestOptions = ReturnType<typeof parseRequestOptions>;
 export function parseRequestOptions(options: unknown, extra: AdapterOptionSpec, where: string) {
   const o = parseOptions(options, { ...extra, ...requestGateSpec }, where);
   exclusiveLimiter(o, LIMITER_OPTIONS, where);
+  if (
+    o.chargeAfter !== undefined &&
+    o.limiter !== undefined &&
+    typeof o.limiter.charge !== 'function'
+  )
+    throw new PortcullisConfigError(
+      'ERR_PORTCULLIS_LIMITER',
+      'limiter',
+      `${where}: "chargeAfter" spends through the limiter's charge(key, cost), which the "limiter" given lacks (a createWindowLimiter has it)`,
+    );
   return o;
 }
 

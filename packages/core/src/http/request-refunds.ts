@@ -5,6 +5,7 @@ import { isPromise, type MaybePromise } from '../promise.js';
 import { callSafely, tell } from '../safe-call.js';
 import type { WindowLimiter } from '../window-limiter.js';
 import type { NetworkSpend } from './network-windows.js';
+import { type ChargeTarget, chargeAfterResponse } from './request-charges.js';
 import type { RawResponse, RequestResult } from './request-gate.js';
 
 /** The request gate's options that say which outcomes give a request's units back. */
@@ -12,6 +13,7 @@ export interface RefundOptions<Req, Res> {
   readonly skipSuccessfulRequests?: boolean | undefined;
   readonly skipFailedRequests?: boolean | undefined;
   readonly requestWasSuccessful?: ((req: Req, res: Res) => MaybePromise<boolean>) | undefined;
+  readonly chargeAfter?: ((req: Req, res: Res) => MaybePromise<number>) | undefined;
   readonly clock?: Clock | undefined;
   readonly logger?: Logger | undefined;
 }
@@ -20,6 +22,7 @@ interface RefundRule<Req, Res> {
   readonly skipSuccessful: boolean;
   readonly skipFailed: boolean;
   readonly wasSuccessful: ((req: Req, res: Res) => MaybePromise<boolean>) | undefined;
+  readonly chargeAfter: ((req: Req, res: Res) => MaybePromise<number>) | undefined;
   readonly clock: Clock;
   readonly logger: Logger | undefined;
 }
@@ -42,9 +45,10 @@ function spends(d: Decision): boolean {
 }
 
 /**
- * The refunds of `skipSuccessfulRequests` / `skipFailedRequests`: units are counted up front (so
- * no race lets extra requests through) and given back once the response says the request should
- * not have counted.
+ * What happens to a request's units once its response ended: the refunds of
+ * `skipSuccessfulRequests` / `skipFailedRequests` (units are counted up front, so no race lets
+ * extra requests through, and given back once the response says the request should not have
+ * counted), and the charge of `chargeAfter` (request-charges.ts).
  */
 export class Refunds<Req, Res> {
   readonly #rule: RefundRule<Req, Res>;
@@ -57,10 +61,12 @@ export class Refunds<Req, Res> {
       skipSuccessful: o.skipSuccessfulRequests ?? false,
       skipFailed: o.skipFailedRequests ?? false,
       wasSuccessful: o.requestWasSuccessful,
+      chargeAfter: o.chargeAfter,
       clock: o.clock ?? systemClock,
       logger: o.logger,
     };
-    this.tracks = this.#rule.skipSuccessful || this.#rule.skipFailed;
+    this.tracks =
+      this.#rule.skipSuccessful || this.#rule.skipFailed || this.#rule.chargeAfter !== undefined;
   }
 
   /**
@@ -107,7 +113,10 @@ export class Refunds<Req, Res> {
     const record = this.#spent.get(result.decision);
     if (record === undefined) return;
     this.#spent.delete(result.decision);
-    const { skipSuccessful, skipFailed, wasSuccessful, clock, logger } = this.#rule;
+    const { skipSuccessful, skipFailed, wasSuccessful, chargeAfter, clock, logger } = this.#rule;
+    if (chargeAfter !== undefined)
+      chargeAfterResponse(chargeAfter, req, res, targets(record), logger);
+    if (!skipSuccessful && !skipFailed) return;
     const reportRefund = (err: unknown): void =>
       tell(
         logger,
@@ -146,4 +155,12 @@ export class Refunds<Req, Res> {
         reportRefund,
       );
   }
+}
+
+/** Every budget a request spent in that still holds its units: its own, then its networks'. */
+function targets(record: Spent): ChargeTarget[] {
+  const out: ChargeTarget[] = [];
+  if (spends(record.made)) out.push(record);
+  for (const n of record.networks ?? []) if (spends(n.made)) out.push(n);
+  return out;
 }

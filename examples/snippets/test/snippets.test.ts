@@ -33,6 +33,11 @@ const OUTPUT: Record<string, string[]> = {
     'login: 401 401 401 401 401 401 401 401 401 401 429 300',
     'other: "default";r=88;t=60',
   ],
+  'express-charge-after.mjs': [
+    '200 "tokens";r=999;t=60',
+    '200 "tokens";r=398;t=60',
+    '429 "tokens";r=0;t=60',
+  ],
   'express-concurrency.mjs': [
     '429 1 {"code":"RATE_LIMITED","message":"too many requests; retry after 1s","retryable":true,"retryAfterMs":1000}',
     '200 200 200',

@@ -341,10 +341,15 @@ function fastifyFramework(
           app.post('/auth', { onRequest: pf.authGuard(spec.auth), config: optOut }, async () => ({
             ok: true,
           }));
+        if (spec.concurrency && mount === 'plugin' && !spec.rateLimit)
+          await app.register(portcullis, { global: false });
         if (spec.concurrency)
           app.get(
             '/busy',
-            { onRequest: pf.concurrency(spec.concurrency), config: optOut },
+            // The plugin takes it per route in config.concurrency; without it, the hook.
+            mount === 'plugin'
+              ? { config: { ...optOut, concurrency: spec.concurrency as never } }
+              : { onRequest: pf.concurrency(spec.concurrency), config: optOut },
             async (request) => {
               await busy(request);
               return { ok: true };

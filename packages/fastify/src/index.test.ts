@@ -139,6 +139,54 @@ describe('the plugin', () => {
     expect(await statuses(app, '/doc', 2)).toEqual([200, 429]);
   });
 
+  it('config.concurrency: at most max of the route in flight per client, GET and HEAD together', async () => {
+    const app = newApp();
+    await app.register(portcullis, { global: false });
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let started = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    app.get('/export', { config: { concurrency: { max: 1 } } }, async () => {
+      started();
+      await gate;
+      return 'done';
+    });
+    app.get('/other', async () => 'free');
+    const first = app.inject({ url: '/export' });
+    await running;
+    const refused = await app.inject({ url: '/export' });
+    expect([refused.statusCode, refused.headers['retry-after'], refused.json()]).toEqual([
+      429,
+      '1',
+      {
+        code: 'RATE_LIMITED',
+        message: 'too many requests; retry after 1s',
+        retryable: true,
+        retryAfterMs: 1000,
+      },
+    ]);
+    expect((await app.inject({ method: 'HEAD', url: '/export' })).statusCode).toBe(429);
+    expect((await app.inject({ url: '/other' })).statusCode).toBe(200);
+    open();
+    expect((await first).statusCode).toBe(200);
+    expect((await app.inject({ url: '/export' })).statusCode).toBe(200);
+  });
+
+  it('config.concurrency that is not options fails the route, as does a wrong option', async () => {
+    const app = newApp();
+    await app.register(portcullis);
+    expect(() => app.get('/x', { config: { concurrency: 2 as never } }, async () => 'x')).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_CONCURRENCY' }),
+    );
+    expect(() => app.get('/y', { config: { concurrency: { max: 0 } } }, async () => 'y')).toThrow(
+      expect.objectContaining({ code: 'ERR_PORTCULLIS_MAX' }),
+    );
+  });
+
   it('stays inside the encapsulated context it is registered in', async () => {
     const app = newApp();
     await app.register(async (child) => {

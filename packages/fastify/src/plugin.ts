@@ -10,12 +10,15 @@ import type {
 } from 'fastify';
 import fp from 'fastify-plugin';
 import { createRateLimitHook } from './hooks.js';
-import type { RateLimitOptions } from './options.js';
+import type { ConcurrencyOptions, RateLimitOptions } from './options.js';
+import { RouteConcurrency } from './route-concurrency.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** This route's `rateLimit` options, merged over the plugin's; `false` leaves the route unlimited. */
     rateLimit?: (RateLimitOptions & { hook?: LimitHook }) | false;
+    /** This route's `concurrency` options: at most `max` of its requests per key in flight. */
+    concurrency?: ConcurrencyOptions;
   }
 }
 
@@ -50,6 +53,11 @@ function badHook(value: unknown, where: string): PortcullisConfigError {
     'hook',
     `portcullis: option "hook" of ${where} must be one of ${HOOKS.map((h) => `"${h}"`).join(', ')}, got ${JSON.stringify(value)}`,
   );
+}
+
+/** A route's hooks of one kind as a list (Fastify takes one function or an array). */
+function listOf(own: unknown): unknown[] {
+  return own === undefined ? [] : Array.isArray(own) ? own : [own];
 }
 
 function isOptionsObject(value: unknown): value is RateLimitOptions {
@@ -137,7 +145,12 @@ function portcullisPlugin(
   }
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  const slots = new RouteConcurrency();
   fastify.addHook('onRoute', function portcullisOnRoute(route: RouteOptions): void {
+    const hooks = route as unknown as Record<LimitHook, unknown>;
+    const held = slots.hookFor(route);
+    // Before the route's own onRequest hooks; the limit below goes before it (refused first).
+    if (held !== undefined) hooks.onRequest = [held, ...listOf(hooks.onRequest)];
     const found = hookFor(route);
     if (found === undefined) return;
     const { handler, hook } = found;
@@ -152,9 +165,7 @@ function portcullisPlugin(
             handler.call(fastify, request, reply, (err?: Error) => next(err ?? null, payload));
           }
         : handler;
-    const hooks = route as unknown as Record<LimitHook, unknown>;
-    const own = hooks[hook];
-    const list = own === undefined ? [] : Array.isArray(own) ? own : [own];
+    const list = listOf(hooks[hook]);
     // First in onRequest (refuse before anything else); after the route's own later hooks, so a
     // preHandler limit keyed by the user runs after the route's authentication.
     hooks[hook] = hook === 'onRequest' ? [fn, ...list] : [...list, fn];
@@ -162,7 +173,10 @@ function portcullisPlugin(
   fastify.addHook(
     'onClose',
     function portcullisOnClose(_instance: FastifyInstance, closed: (err?: Error) => void): void {
-      Promise.all(gates.map((gate) => gate.close())).then(() => closed(), closed);
+      Promise.all([...gates.map((gate) => gate.close()), slots.close()]).then(
+        () => closed(),
+        closed,
+      );
     },
   );
   done();

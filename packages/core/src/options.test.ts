@@ -58,6 +58,39 @@ describe('a factory mounted instead of its result', () => {
   });
 });
 
+describe('a Fetch request mounted instead of options', () => {
+  it('a Request, or a Hono context holding one, is reported as "call it"', () => {
+    const request = new Request('http://app.test/');
+    expect(thrown(() => createWindowLimiter(request as never)).code).toBe(
+      'ERR_PORTCULLIS_FACTORY_NOT_CALLED',
+    );
+    expect(thrown(() => createWindowLimiter({ req: { raw: request } } as never)).code).toBe(
+      'ERR_PORTCULLIS_FACTORY_NOT_CALLED',
+    );
+  });
+
+  it('plain options never read the global Request (on Node it loads all of Fetch)', () => {
+    const own = Object.getOwnPropertyDescriptor(globalThis, 'Request');
+    const original = globalThis.Request;
+    let reads = 0;
+    Object.defineProperty(globalThis, 'Request', {
+      configurable: true,
+      get: () => {
+        reads++;
+        return original;
+      },
+    });
+    try {
+      createWindowLimiter({ limit: 5, name: 'api' });
+      createFailureLimiter({ maxAttempts: 3 });
+      expect(reads).toBe(0);
+    } finally {
+      if (own === undefined) Reflect.deleteProperty(globalThis, 'Request');
+      else Object.defineProperty(globalThis, 'Request', own);
+    }
+  });
+});
+
 describe('options that only explain a removal', () => {
   it('are neither listed nor suggested; webhook guards refuse exemptLoopback', async () => {
     const { createAuthGate } = await import('./http/auth-gate.js');

@@ -33,6 +33,11 @@ export interface ConformanceOptions {
    * runs and changes no answer. @default true
    */
   readonly restampEveryKey?: boolean;
+  /**
+   * `false` for a store without the optional leases (`acquire`, `release`: what `concurrency`
+   * needs): their tests are replaced by one that checks the store has neither. @default true
+   */
+  readonly leases?: boolean;
 }
 
 /** Tells the store a limiter was reconfigured (every store the suite checks implements it). */
@@ -898,7 +903,12 @@ export function describeStoreConformance(
       }));
 
     layerConformance(withStore);
-    leaseConformance(withStore);
+    if (options.leases === false)
+      it('leases: none (acquire and release both absent)', () =>
+        withStore(async (s) => {
+          expect([typeof s.acquire, typeof s.release]).toEqual(['undefined', 'undefined']);
+        }));
+    else leaseConformance(withStore);
 
     it('concurrent calls never pass more than the limit', () =>
       withStore(async (s) => {

@@ -12,15 +12,25 @@ describeStoreConformance('MemoryStore', () => {
   };
 });
 
-// A custom store may leave the optional leases out: the suite then checks it has neither method.
+const HIDDEN = new Set([
+  'acquire',
+  'release',
+  'accessRules',
+  'putAccessRule',
+  'removeAccessRule',
+  'watchAccess',
+]);
+
+// A custom store may leave the optional leases and access lists out: the suite then checks it has
+// none of their methods.
 describeStoreConformance(
-  'a store without leases (MemoryStore with acquire and release hidden)',
+  'a store without leases or access lists (MemoryStore with their methods hidden)',
   () => {
     const clock = manualClock(1_000_000);
     const inner = new MemoryStore({ clock, timers: clock });
     const store = new Proxy(inner, {
       get(target, name) {
-        if (name === 'acquire' || name === 'release') return undefined;
+        if (typeof name === 'string' && HIDDEN.has(name)) return undefined;
         const value: unknown = Reflect.get(target, name, target);
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -32,5 +42,5 @@ describeStoreConformance(
       teardown: () => inner.close(),
     };
   },
-  { leases: false },
+  { leases: false, access: false },
 );

@@ -7,6 +7,7 @@
  * - `overflow`: the store is full of lockouts/blocked windows and refuses to forget one.
  * - `fallback`: the shared store failed and an in-memory fallback decided.
  * - `store-error`: the store failed and its policy is to refuse (`onError: 'closed'`).
+ * - `denied`: an operator's deny rule matched (docs/design.md#access-lists); nothing was counted.
  */
 export type DecisionReason =
   | 'allowed'
@@ -15,7 +16,8 @@ export type DecisionReason =
   | 'locked'
   | 'overflow'
   | 'fallback'
-  | 'store-error';
+  | 'store-error'
+  | 'denied';
 
 /** The answer to every check. Refusals are data; nothing throws to mean "limited". */
 export interface Decision {

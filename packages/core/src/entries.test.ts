@@ -9,6 +9,8 @@ describe('the entry points', () => {
   it('the root exports exactly the public names, at runtime', () => {
     expect(Object.keys(root).sort()).toEqual(
       [
+        'createAccessList',
+        'accessDeniedError',
         'createConcurrencyLimiter',
         'createFailureLimiter',
         'createWindowLimiter',

@@ -119,3 +119,30 @@ export function requestRateLimitedError(retryAfterMs: number): ErrorShape {
 export function storeUnavailableError(): ErrorShape {
   return { code: 'UNAVAILABLE', message: 'rate limiter unavailable; retry later', retryable: true };
 }
+
+/** The answer to a request an operator's deny rule matched (sent with 403; docs/design.md#access-lists). */
+export interface AccessDeniedError extends ErrorShape {
+  readonly code: 'ACCESS_DENIED';
+  readonly details: { readonly reason: string };
+}
+
+/**
+ * The deny answer: the operator's reason in the message and in `details.reason` (`''` for none); a
+ * rule that ends in `retryAfterMs` is retryable after it, one that lasts until removed is not.
+ */
+export function accessDeniedError(reason: string, retryAfterMs: number): AccessDeniedError {
+  return retryAfterMs > 0
+    ? {
+        code: 'ACCESS_DENIED',
+        message: reason === '' ? 'access denied' : `access denied: ${reason}`,
+        retryable: true,
+        retryAfterMs,
+        details: { reason },
+      }
+    : {
+        code: 'ACCESS_DENIED',
+        message: reason === '' ? 'access denied' : `access denied: ${reason}`,
+        retryable: false,
+        details: { reason },
+      };
+}

@@ -11,6 +11,8 @@ export type { Decision, DecisionReason } from './decision.js';
 export { PortcullisConfigError } from './errors.js';
 export { channels, type Logger, type PortcullisEvent, type StoreCallEvent } from './events.js';
 export type {
+  AccessListing,
+  AccessRuleInput,
   Algorithm,
   EscalateRule,
   FailureDecision,
@@ -21,10 +23,19 @@ export type {
   StoreAnswer,
   StoreCall,
   StoreLockout,
+  StoredAccessRule,
   TrustRule,
   WindowRule,
 } from './store.js';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
+export {
+  type AccessList,
+  type AccessListOptions,
+  type AccessRuleOptions,
+  createAccessList,
+} from './access/access-list.js';
+export type { AccessAction, AccessRule } from './access/matcher.js';
+export type { AccessKind, AccessSubjectInput } from './access/subject.js';
 export {
   createFailureLimiter,
   type FailureLimiter,
@@ -67,6 +78,8 @@ export { normalizeOrigin } from './origin.js';
 export { type ClientInfo, type ClientOptions, type RawRequest, resolveClient } from './client.js';
 export { type AuthSubject, authSubject } from './subject.js';
 export {
+  type AccessDeniedError,
+  accessDeniedError,
   type AuthRateLimitedError,
   authRateLimitedError,
   type ErrorShape,

@@ -200,7 +200,7 @@ export function networkKey(ip: ParsedIp, prefix: number): string | undefined {
  * Cut to a /64 they would share one bucket per translator (every NAT64 client, every client of one
  * Teredo server) or let one IPv4 host rotate through 65 536 networks (6to4).
  */
-function embeddedV4(g: readonly number[]): number | undefined {
+export function embeddedV4(g: readonly number[]): number | undefined {
   const g0 = g[0] as number;
   const g1 = g[1] as number;
   if (g0 === 0x2002) return ((g1 << 16) | (g[2] as number)) >>> 0;

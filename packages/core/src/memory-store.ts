@@ -1,3 +1,4 @@
+import { AccessTable } from './access/access-table.js';
 import { fixedWindowConsume } from './algorithms/fixed-window.js';
 import { type Clock, systemClock, systemTimers, type Timers } from './clock.js';
 import type { Decision } from './decision.js';
@@ -74,6 +75,8 @@ export class MemoryStore implements store.Store {
   readonly #trust = new Map<string, TrustTable>();
   /** The leases of concurrency limits (see `Store.acquire`). */
   readonly #leases = new LeaseTable();
+  /** The access lists (see `Store.accessRules`). */
+  readonly #access = new AccessTable();
   /** The latest time read from the clock: a later read below it means the clock stepped back. */
   #lastNow = Number.NEGATIVE_INFINITY;
   /** The time every call of a running `batch` reads. */
@@ -203,6 +206,22 @@ export class MemoryStore implements store.Store {
     this.#leases.release(key, lease);
   }
 
+  accessRules(list: string): store.AccessListing {
+    return this.#access.rules(list, this.#now());
+  }
+
+  putAccessRule(list: string, rule: store.AccessRuleInput, maxRules: number): boolean {
+    return this.#access.put(list, rule, maxRules, this.#now());
+  }
+
+  removeAccessRule(list: string, subject: string): boolean {
+    return this.#access.remove(list, subject, this.#now());
+  }
+
+  watchAccess(list: string, changed: () => void): () => void {
+    return this.#access.watch(list, changed);
+  }
+
   /**
    * The calls one after another (see `Store.batch`): in one process that is already atomic. They
    * all read the clock's time as of the batch's start, as one script on a shared store does.
@@ -267,6 +286,7 @@ export class MemoryStore implements store.Store {
     this.#pool.close();
     this.#slots.clear();
     for (const table of this.#tableMaps) table.clear();
+    this.#access.clear();
   }
 
   /**

@@ -131,6 +131,33 @@ export function byEnd(
   return a.until - b.until || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
+/** An access rule as a store keeps it (docs/design.md#access-lists). */
+export interface StoredAccessRule {
+  /** The canonical subject (`ip:10.0.0.0/8`, `account:alice`, `origin:https://a.example`). */
+  readonly subject: string;
+  readonly action: 'allow' | 'deny';
+  /** Why, as the operator wrote it; `''` for none. */
+  readonly reason: string;
+  /** When the rule ends, on the store's clock (ms); 0: until removed. */
+  readonly until: number;
+  /** When it was set, on the store's clock (ms). */
+  readonly at: number;
+}
+
+/** The rules of an access list and the store's time they were read at. */
+export interface AccessListing {
+  readonly now: number;
+  readonly rules: readonly StoredAccessRule[];
+}
+
+/** A rule to set: `ms` from the store's now, 0 for one that lasts until removed. */
+export interface AccessRuleInput {
+  readonly subject: string;
+  readonly action: 'allow' | 'deny';
+  readonly reason: string;
+  readonly ms: number;
+}
+
 /**
  * Where limiter state lives. The transitions are defined once in `@portcullis/core`'s algorithms;
  * every store (memory, Redis) must produce identical decisions, which `describeStoreConformance`
@@ -251,6 +278,24 @@ export interface Store {
   acquire?(key: string, rule: LeaseRule, lease: string): MaybePromise<LeaseAnswer>;
   /** Optional, with {@link Store.acquire}: gives lease `lease` of `key` back (none held: nothing). */
   release?(key: string, lease: string): MaybePromise<void>;
+  /**
+   * Optional, with the three below: the rules of access list `list` in force (docs/design.md#access-lists),
+   * with the store's own time, so that each process can tell how long a rule has left whatever
+   * its own clock says. Rules that ended are left out (and may be forgotten).
+   */
+  accessRules?(list: string): MaybePromise<AccessListing>;
+  /**
+   * Optional: sets `rule` in `list`, replacing the rule of the same subject. A new subject is
+   * refused (false) when `maxRules` rules are in force; nothing changes then.
+   */
+  putAccessRule?(list: string, rule: AccessRuleInput, maxRules: number): MaybePromise<boolean>;
+  /** Optional: removes the rule of `subject` from `list`; false when there was none. */
+  removeAccessRule?(list: string, subject: string): MaybePromise<boolean>;
+  /**
+   * Optional: calls `changed` whenever `list` changes, in this process or (a shared store with
+   * a subscription) in another; returns what stops it. Without it a list is read again on a timer.
+   */
+  watchAccess?(list: string, changed: () => void): () => void;
   /**
    * Optional: `calls` as one store operation, answering what each named method would, in order
    * (each call sees the ones before it). The auth layers put every store call of one attempt's

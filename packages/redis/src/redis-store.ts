@@ -7,6 +7,7 @@ import { IndexWriter } from './index-writer.js';
 import { Invalidations } from './invalidations.js';
 import { KeyWalk } from './key-walk.js';
 import { LeaseCalls } from './lease-calls.js';
+import { AccessCalls } from './access-calls.js';
 import { LocalDeny } from './local-deny.js';
 import { LockoutListing } from './lockout-listing.js';
 import type { OnError, RedisStoreOptions } from './options.js';
@@ -49,6 +50,7 @@ export class RedisStore implements core.Store {
   readonly #failures: FailureCalls;
   readonly #trusts: TrustCalls;
   readonly #leases: LeaseCalls;
+  readonly #access: AccessCalls;
   readonly #windows: WindowCalls;
   readonly #listing: LockoutListing;
   readonly #walk: KeyWalk;
@@ -113,6 +115,7 @@ export class RedisStore implements core.Store {
     });
     this.#trusts = new TrustCalls(s, this.#fallback);
     this.#leases = new LeaseCalls(s, this.#fallback);
+    this.#access = new AccessCalls(s, o.subscribe, o.logger);
     this.#windows = new WindowCalls(s, this.#fallback, this.#invalidations);
     this.#listing = new LockoutListing(s, this.#failures);
     this.#walk = new KeyWalk(s);
@@ -348,6 +351,36 @@ export class RedisStore implements core.Store {
   }
 
   /**
+   * The rules of access list `list` in force (see `Store.accessRules`): one script call on
+   * `<prefix>~access:<list>`, a hash read on the Redis clock. Rejects when Redis fails (the list
+   * keeps the rules it last read): access lists have no `onError` answer.
+   */
+  accessRules(list: string): Promise<core.AccessListing> {
+    return this.#access.rules(list);
+  }
+
+  /**
+   * Sets a rule of access list `list` (see `Store.putAccessRule`), atomically against `maxRules`,
+   * then tells every process (`PUBLISH <prefix>access-changes`). Rejects when Redis fails.
+   */
+  putAccessRule(list: string, rule: core.AccessRuleInput, maxRules: number): Promise<boolean> {
+    return this.#access.put(list, rule, maxRules);
+  }
+
+  /** Removes a rule of access list `list` (see `Store.removeAccessRule`) and tells every process. */
+  removeAccessRule(list: string, subject: string): Promise<boolean> {
+    return this.#access.remove(list, subject);
+  }
+
+  /**
+   * Calls `changed` on every change of `list` made through this store and, with `subscribe`,
+   * through any other process's (see `Store.watchAccess`).
+   */
+  watchAccess(list: string, changed: () => void): () => void {
+    return this.#access.watch(list, changed);
+  }
+
+  /**
    * `calls` as one store operation (see `Store.batch`): each call prepared exactly as its method
    * prepares it (answered at once by the fallback during an outage, or by the local deny table),
    * the rest sent together (see batching.ts: one script, or one per slot on a Redis Cluster). A
@@ -481,6 +514,7 @@ export class RedisStore implements core.Store {
     s.seen.clear();
     s.deny?.clear();
     this.#invalidations.close();
+    this.#access.close();
   }
 
   #failure(

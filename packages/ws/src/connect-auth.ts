@@ -1,4 +1,5 @@
 import {
+  type AccessDeniedError,
   type AuthOutcome,
   type AuthRateLimitedError,
   type Decision,
@@ -57,6 +58,8 @@ interface RefusalBase {
  * - `rate_limited`: a lockout is in force; `error` is exactly `authRateLimitedError(retryAfterMs)`.
  * - `invalid` / `missing`: wrong or absent credentials; `error` is `authFailedError(reason)`.
  *   Only `invalid` counts towards a lockout; the attempt that starts one still gets `invalid`.
+ * - `denied`: an operator's deny rule matched (docs/design.md#access-lists); `error` is
+ *   `accessDeniedError(reason)`, the close reason its message cut to the 123 bytes a frame allows.
  * - `unavailable`: the shared store failed and its policy is to refuse (`onError: 'closed'`);
  *   closed with 1013 (try again later) since the client did nothing wrong.
  */
@@ -75,6 +78,11 @@ export type ConnectAuthRefusal =
       readonly reason: 'unavailable';
       readonly error: ErrorShape;
       readonly closeCode: 1013;
+    })
+  | (RefusalBase & {
+      readonly reason: 'denied';
+      readonly error: AccessDeniedError;
+      readonly closeCode: 1008;
     });
 
 /** What {@link ConnectAuth.attempt} concluded. */
@@ -159,6 +167,15 @@ function toResult(result: GateResult): ConnectAuthResult {
       };
     case 'unavailable':
       return { ok: false, reason, error, closeCode: 1013, closeReason: error.message, decision };
+    case 'denied':
+      return {
+        ok: false,
+        reason,
+        error: error as AccessDeniedError,
+        closeCode: 1008,
+        closeReason: closeReasonOf(error.message),
+        decision,
+      };
   }
 }
 
@@ -231,4 +248,18 @@ export function createConnectAuth(options?: ConnectAuthOptions): ConnectAuth {
     reconfigure: gate.reconfigure,
     close: gate.close,
   };
+}
+
+/** A close frame's reason holds at most 123 bytes of UTF-8: a longer message is cut, whole characters only. */
+function closeReasonOf(message: string): string {
+  if (Buffer.byteLength(message) <= 123) return message;
+  let out = '';
+  let bytes = 0;
+  for (const ch of message) {
+    const n = Buffer.byteLength(ch);
+    if (bytes + n > 120) break;
+    out += ch;
+    bytes += n;
+  }
+  return `${out}...`;
 }

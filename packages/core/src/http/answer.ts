@@ -46,9 +46,10 @@ export function textAnswer(
  * - `missing`: no credentials (an auth gate never counts these);
  * - `invalid`: wrong credentials, counted (the one that starts a lockout included);
  * - `rate_limited`: a lockout in force (HTTP 429);
- * - `unavailable`: the shared store failed and its policy refuses (`onError: 'closed'`, HTTP 503).
+ * - `unavailable`: the shared store failed and its policy refuses (`onError: 'closed'`, HTTP 503);
+ * - `denied`: an operator's deny rule matched (HTTP 403 `ACCESS_DENIED`; docs/design.md#access-lists).
  */
-export type RefusalReason = 'missing' | 'invalid' | 'rate_limited' | 'unavailable';
+export type RefusalReason = 'missing' | 'invalid' | 'rate_limited' | 'unavailable' | 'denied';
 
 /** What a gate concluded about one request. */
 export type GateResult =

@@ -1,3 +1,4 @@
+import { accessSpec } from './access-gate.js';
 import type { ClientResolver } from '../client.js';
 import { PortcullisConfigError } from '../errors.js';
 import type { FailureLimiter, FailureLimiterOptions } from '../failure-limiter.js';
@@ -60,6 +61,7 @@ const authGateSpec = {
   browserBudget: browserBudgetOption,
   ipv6Networks: ipv6NetworksOption,
   ...authLayerSpec,
+  access: accessSpec.access,
   ...clientOptionSpec,
 };
 

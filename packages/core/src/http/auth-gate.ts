@@ -7,6 +7,11 @@ import {
 } from '../failure-limiter.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import { required } from '../options.js';
+import { type AccessList, type AccessMatch, accessMatchOf } from '../access/access-list.js';
+import type { AccessRule } from '../access/matcher.js';
+import { accessDeniedError } from '../error-shapes.js';
+import { parseIp } from '../ip.js';
+import { denial } from './access-gate.js';
 import { authSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
 import { accountKey } from './account-key.js';
@@ -64,6 +69,12 @@ export interface AuthGateOptions<Req>
    * client's own count. @default false
    */
   ipv6Networks?: boolean | readonly Ipv6Network[];
+  /**
+   * Operators' deny rules (docs/design.md#access-lists), matched before `verify`: a denied client,
+   * account or origin is answered 403 `ACCESS_DENIED` with the reason, its credential never
+   * compared. Allow rules do not exempt from lockouts: guesses are counted wherever they come from.
+   */
+  access?: AccessList;
 }
 
 /**
@@ -141,6 +152,41 @@ export function createAuthGate<Req>(
   const gateScope = normalizeScope(o.scope);
 
   const budgets = attemptBudgets(p);
+  const access = accessMatchOf(o.access);
+
+  /**
+   * The deny or allow rule of an attempt. An allow rule changes nothing here: guesses from an
+   * allowed network are still counted and locked out (docs/design.md#access-lists).
+   */
+  function ruleOf(raw: RawRequest, accountOf: unknown): MaybePromise<AccessRule | undefined> {
+    if (access === undefined) return undefined;
+    const client = p.resolve(raw);
+    return access.match({
+      ip: client.ip === undefined ? undefined : parseIp(client.ip),
+      origin: client.origin,
+      account: typeof accountOf === 'string' ? accountOf : undefined,
+    });
+  }
+
+  function deniedResult(rule: AccessRule, raw: RawRequest): GateResult {
+    (access as AccessMatch).denied(rule, where);
+    const left =
+      rule.until === undefined ? 0 : Math.max(1, rule.until - (access as AccessMatch).now());
+    const client = p.resolve(raw);
+    const { decision, answer } = denial(
+      rule,
+      client.ip ?? 'unknown',
+      limiter.config.maxAttempts,
+      left,
+    );
+    return {
+      ok: false,
+      reason: 'denied',
+      decision,
+      answer,
+      error: accessDeniedError(rule.reason, left),
+    };
+  }
 
   /** Whether the layers apply to an attempt: it names an account, or a scope budget is on. */
   const layeredFor = (acct: string | undefined): AuthLayers | undefined =>
@@ -195,7 +241,12 @@ export function createAuthGate<Req>(
    * verify too, so a refused guess never reaches it (a botnet's refused guesses cost no hash). A
    * refused request without credentials is then answered 429, not 401.
    */
-  function runLayered(raw: RawRequest, req: Req, fn: (req: Req) => MaybePromise<AuthOutcome>) {
+  function runLayered(
+    raw: RawRequest,
+    req: Req,
+    fn: (req: Req) => MaybePromise<AuthOutcome>,
+    accountOf: unknown,
+  ) {
     const withAccount = (accountOf: unknown): MaybePromise<GateResult> => {
       const acct = p.accountLayers ? accountKey(accountOf) : undefined;
       const l = layeredFor(acct);
@@ -211,17 +262,44 @@ export function createAuthGate<Req>(
         });
       });
     };
-    if (account === undefined) return withAccount(undefined);
-    return mapMaybe(account(req), withAccount);
+    return withAccount(accountOf);
+  }
+
+  /** The account `req` names (undefined without an `account` option), read once per request. */
+  const accountFor = (req: Req): MaybePromise<unknown> =>
+    account === undefined ? undefined : account(req);
+
+  /** An attempt whose account is known: refused by a deny rule, or run as without rules. */
+  function ruled(
+    raw: RawRequest,
+    req: Req,
+    fn: (req: Req) => MaybePromise<AuthOutcome>,
+    accountOf: unknown,
+  ): MaybePromise<GateResult> {
+    return mapMaybe(ruleOf(raw, accountOf), (rule) => {
+      if (rule !== undefined && rule.action === 'deny') return deniedResult(rule, raw);
+      if (layers === undefined)
+        return mapMaybe(fn(req), (v) => decide(raw, v, undefined, accountOf));
+      return runLayered(raw, req, fn, accountOf);
+    });
   }
 
   return {
     run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
       const fn = required(verify, 'verify', 'a function', where);
+      if (access !== undefined) return mapMaybe(accountFor(req), (a) => ruled(raw, req, fn, a));
       if (layers === undefined) return mapMaybe(fn(req), (v) => decide(raw, v));
-      return runLayered(raw, req, fn);
+      return mapMaybe(accountFor(req), (a) => runLayered(raw, req, fn, a));
     },
-    decide,
+    decide:
+      access === undefined
+        ? decide
+        : (raw, outcome, scope, accountOf) =>
+            mapMaybe(ruleOf(raw, accountOf), (rule) =>
+              rule !== undefined && rule.action === 'deny'
+                ? deniedResult(rule, raw)
+                : decide(raw, outcome, scope, accountOf),
+            ),
     layers: layers?.limiters ?? [],
     limiter,
     networks: p.networks?.limiters ?? [],

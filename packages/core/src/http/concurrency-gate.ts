@@ -21,7 +21,9 @@ import {
   clientOptionSpec,
   type GateClientOptions,
 } from './gate-options.js';
-import { checkKey, requestKeyer, requestKeySpec } from './request-keys.js';
+import { checkKey, requestAddress, requestKeyer, requestKeySpec } from './request-keys.js';
+import { accessCheck, accessFirst, accessSpec, denial } from './access-gate.js';
+import type { AccessList } from '../access/access-list.js';
 
 /** Options of {@link createConcurrencyGate} (and of every adapter's `concurrency`). */
 export interface ConcurrencyGateOptions<Req>
@@ -54,6 +56,13 @@ export interface ConcurrencyGateOptions<Req>
   ipv6Subnet?: number | false;
   /** An existing concurrency limiter to use instead of building one from the numbers above. */
   limiter?: ConcurrencyLimiter;
+  /**
+   * Operators' allow and deny rules (docs/design.md#access-lists), matched before a slot is
+   * taken: a deny is answered 403 `ACCESS_DENIED` (never `onLimited`), an allow takes no slot.
+   */
+  access?: AccessList;
+  /** The account a request acts for, which account rules of `access` match. */
+  account?: (req: Req) => MaybePromise<string | undefined>;
 }
 
 /** What the concurrency gate concluded about one request. */
@@ -95,6 +104,7 @@ const concurrencyGateSpec = {
   ...limiterChecks,
   ...requestKeySpec,
   limiter: withMethods<ConcurrencyLimiter>('acquire', 'close'),
+  ...accessSpec,
   ...clientOptionSpec,
 };
 
@@ -113,6 +123,8 @@ const LIMITER_OPTIONS = [
 ];
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+/** The release of a request that took no slot (a deny). */
+const NO_RELEASE = (): void => {};
 
 /**
  * The concurrency limit (docs/design.md#concurrency) for any HTTP framework: a request takes a
@@ -146,7 +158,9 @@ export function createConcurrencyGate<Req>(
         warnings: o.warnings,
       }),
     );
-  const defaultKey = requestKeyer(o);
+  const address = requestAddress(o);
+  const defaultKey = requestKeyer(o, address);
+  const access = accessCheck<Req>(o, address);
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
 
@@ -165,13 +179,29 @@ export function createConcurrencyGate<Req>(
     return isPromise(key) ? key.then((k) => take(k, signal)) : take(key, signal);
   }
 
-  return {
-    run(raw, req, signal) {
-      if (skipFn === undefined) return decide(raw, req, signal);
-      const skip = skipFn(req);
-      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req, signal)));
-      return skip ? undefined : decide(raw, req, signal);
+  function unskipped(
+    raw: RawRequest,
+    req: Req,
+    signal?: AbortSignal,
+  ): MaybePromise<ConcurrencyResult | undefined> {
+    if (skipFn === undefined) return decide(raw, req, signal);
+    const skip = skipFn(req);
+    if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req, signal)));
+    return skip ? undefined : decide(raw, req, signal);
+  }
+
+  const run = accessFirst(
+    access,
+    `concurrency ${limiter.name}`,
+    unskipped,
+    (rule, raw, left): ConcurrencyResult => {
+      const { decision, answer } = denial(rule, defaultKey(raw), limiter.rule.max, left);
+      return { ok: false, decision, headers: answer.headers, answer, release: NO_RELEASE };
     },
+  );
+
+  return {
+    run,
     queues: limiter.queues === true,
     limiter,
     close: () => (o.limiter === undefined ? limiter.close() : undefined),

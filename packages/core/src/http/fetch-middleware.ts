@@ -177,7 +177,9 @@ export async function fetchRefuse<A, B, C, Req, Out>(
   a: A,
   b: B,
 ): Promise<Out> {
-  if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
+  // A deny is the operator's answer, not a limit's: onLimited answers limits only.
+  if (onLimited === undefined || result.decision.reason === 'denied')
+    return idiom.send(result.answer as HttpAnswer, a, b);
   idiom.prepare(result.headers, a, b);
   return idiom.limited(await onLimited(result.decision, a, b), result.headers, a, b);
 }

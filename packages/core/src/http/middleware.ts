@@ -133,7 +133,9 @@ export function refuse<A, B, C, Req>(
   c: C,
 ): unknown {
   if (idiom.sent(a, b)) return undefined;
-  if (onLimited === undefined) return idiom.send(result.answer as HttpAnswer, a, b);
+  // A deny is the operator's answer, not a limit's: onLimited answers limits only.
+  if (onLimited === undefined || result.decision.reason === 'denied')
+    return idiom.send(result.answer as HttpAnswer, a, b);
   idiom.setHeaders(result.headers, a, b);
   const done = onLimited(result.decision, a, b, c);
   return isPromise(done) ? done.then(undefined, (error) => idiom.fail(error, a, b, c)) : done;

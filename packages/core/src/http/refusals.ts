@@ -133,3 +133,8 @@ export function requestResult(
       : jsonAnswer(429, requestRateLimitedError(d.retryAfterMs), headers);
   return { ok: false, decision: d, headers, answer: refusal };
 }
+
+/** The request limiter's result for a request a deny rule matched (docs/design.md#access-lists). */
+export function requestDenied(d: Decision, answer: HttpAnswer): RequestResult {
+  return { ok: false, decision: d, headers: answer.headers, answer };
+}

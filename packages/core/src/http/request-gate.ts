@@ -10,10 +10,12 @@ import type { AdapterOptionSpec, GateClientOptions } from './gate-options.js';
 import type { Ipv6Network } from '../ipv6-networks.js';
 import { releaseSiblings } from './browser-budget.js';
 import type { PerRequest } from './policies.js';
-import { requestResult } from './refusals.js';
+import { requestDenied, requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';
 import { requestSpender } from './request-spend.js';
-import { checkKey, requestKeyer } from './request-keys.js';
+import { checkKey, requestAddress, requestKeyer } from './request-keys.js';
+import { accessCheck, accessFirst, denial } from './access-gate.js';
+import type { AccessList } from '../access/access-list.js';
 import { parseRequestOptions, requestLimiters } from './request-limiters.js';
 import { duplicateNameWarning, gateOpened, stackHeaders, stacking } from './stacked-headers.js';
 
@@ -85,6 +87,14 @@ export interface RequestGateOptions<Req, Res = unknown> extends GateClientOption
    * client left first.
    */
   chargeAfter?: (req: Req, res: Res) => MaybePromise<number>;
+  /**
+   * Operators' allow and deny rules (docs/design.md#access-lists), matched before anything is
+   * counted: a deny is answered 403 `ACCESS_DENIED` with its reason (never `onLimited`), an allow
+   * is let through uncounted and without headers, as `skip` would.
+   */
+  access?: AccessList;
+  /** The account a request acts for, which account rules of `access` match. */
+  account?: (req: Req) => MaybePromise<string | undefined>;
 }
 
 /** The part of a Node `ServerResponse` the gate watches to settle a request's outcome. */
@@ -145,7 +155,9 @@ export function createRequestGate<Req, Res = unknown>(
   const mode: HeaderMode = o.headers === false ? false : o.headers === 'legacy' ? 'legacy' : 'ietf';
   const limiters = requestLimiters<Req>(o, mode);
   const { limiter, ownStore, networks } = limiters;
-  const defaultKey = requestKeyer(o);
+  const address = requestAddress(o);
+  const defaultKey = requestKeyer(o, address);
+  const access = accessCheck<Req>(o, address);
   const keyFn = o.key as ((req: Req, defaultKey: string) => MaybePromise<string>) | undefined;
   const skipFn = o.skip as ((req: Req) => MaybePromise<boolean>) | undefined;
   const costOpt = o.cost as number | ((req: Req) => MaybePromise<number>) | undefined;
@@ -185,13 +197,20 @@ export function createRequestGate<Req, Res = unknown>(
     return isPromise(r) ? r.then((x) => stacked(raw, x)) : stacked(raw, r);
   }
 
+  function unskipped(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined> {
+    if (skipFn === undefined) return decide(raw, req);
+    const skip = skipFn(req);
+    if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req)));
+    return skip ? undefined : decide(raw, req);
+  }
+
+  const run = accessFirst(access, `rateLimit ${limiter.name}`, unskipped, (rule, raw, left) => {
+    const { decision, answer } = denial(rule, defaultKey(raw), limiter.rule.limit, left);
+    return requestDenied(decision, answer);
+  });
+
   return {
-    run(raw: RawRequest, req: Req): MaybePromise<RequestResult | undefined> {
-      if (skipFn === undefined) return decide(raw, req);
-      const skip = skipFn(req);
-      if (isPromise(skip)) return skip.then((s) => (s ? undefined : decide(raw, req)));
-      return skip ? undefined : decide(raw, req);
-    },
+    run: (raw: RawRequest, req: Req) => run(raw, req),
     limiter,
     reconfigure: (partial: WindowLimiterReconfig) => limiter.reconfigure(partial),
     tracksOutcome: refunds.tracks,

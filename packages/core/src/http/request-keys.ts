@@ -1,6 +1,6 @@
 // How a request is keyed, for every gate that keys requests (`rateLimit`, `concurrency`): the same
 // option checks, the same default key and the same check of what a `key` function returned.
-import { compileClientRules, type RawRequest } from '../client.js';
+import { type ClientAddress, compileClientRules, type RawRequest } from '../client.js';
 import { subnetKey } from '../ip.js';
 import { either, func, integer, oneOf } from '../options.js';
 import { gateClientRules, type ParsedClientOptions } from './gate-options.js';
@@ -19,15 +19,23 @@ export const requestKeySpec = {
   ipv6Subnet: either(integer(1, 128), oneOf([false]), 'an integer from 1 to 128 or false'),
 };
 
+/** The parsed client address of a request, as a gate's client options resolve it. */
+export type ClientAddressOf = (raw: RawRequest) => ClientAddress | undefined;
+
+/** The address resolver of a gate's client options (one per gate: its warnings are told once). */
+export function requestAddress(o: ParsedClientOptions): ClientAddressOf {
+  return compileClientRules(gateClientRules(o)).address;
+}
+
 /**
  * The default key of a request: its resolved client IP, IPv6 cut to its network (`ipv6Subnet`,
  * /64 by default), `unknown` when it cannot be resolved.
  */
 export function requestKeyer(
   o: ParsedClientOptions & { readonly ipv6Subnet?: number | boolean | undefined },
+  address: ClientAddressOf = requestAddress(o),
 ): (raw: RawRequest) => string {
   const subnet = (o.ipv6Subnet ?? 64) as number | false;
-  const { address } = compileClientRules(gateClientRules(o));
   return (raw) => {
     const client = address(raw);
     if (client === undefined) return 'unknown';

@@ -19,6 +19,7 @@ import { createWindowLimiter, type WindowLimiter, windowLimiterSpec } from '../w
 import { withoutUndefined } from '../without-undefined.js';
 import { type AdapterOptionSpec, clientOptionSpec } from './gate-options.js';
 import { requestKeySpec } from './request-keys.js';
+import { accessSpec } from './access-gate.js';
 import type { HeaderMode } from '../headers.js';
 import { createPolicies, type PerRequest, type Policy } from './policies.js';
 import type { MaybePromise } from '../promise.js';
@@ -39,6 +40,7 @@ const requestGateSpec = {
   skipFailedRequests: boolean,
   requestWasSuccessful: fn,
   chargeAfter: fn,
+  ...accessSpec,
   ...clientOptionSpec,
 };
 

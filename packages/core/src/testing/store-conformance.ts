@@ -4,6 +4,7 @@ import { d } from './expected-decision.js';
 import type { FailureRule, Store, WindowRule } from '../store.js';
 import { layerConformance } from './layer-conformance.js';
 import { leaseConformance } from './lease-conformance.js';
+import { accessConformance } from './access-conformance.js';
 
 /** What a store's conformance run needs: a fresh store whose clock the suite can move. */
 export interface StoreHarness {
@@ -38,6 +39,12 @@ export interface ConformanceOptions {
    * needs): their tests are replaced by one that checks the store has neither. @default true
    */
   readonly leases?: boolean;
+  /**
+   * `false` for a store without the optional access-list methods (`accessRules`, `putAccessRule`,
+   * `removeAccessRule`: what `createAccessList` needs): their tests are replaced by one that
+   * checks the store has none. @default true
+   */
+  readonly access?: boolean;
 }
 
 /** Tells the store a limiter was reconfigured (every store the suite checks implements it). */
@@ -909,6 +916,14 @@ export function describeStoreConformance(
           expect([typeof s.acquire, typeof s.release]).toEqual(['undefined', 'undefined']);
         }));
     else leaseConformance(withStore);
+    if (options.access === false)
+      it('access lists: none (no access-list method)', () =>
+        withStore(async (s) => {
+          expect([typeof s.accessRules, typeof s.putAccessRule, typeof s.removeAccessRule]).toEqual(
+            ['undefined', 'undefined', 'undefined'],
+          );
+        }));
+    else accessConformance(withStore);
 
     it('concurrent calls never pass more than the limit', () =>
       withStore(async (s) => {

@@ -1,6 +1,11 @@
 // The RedisStore over the command's Redis client (lazy-client.ts) and the failure limiter the
 // command acts on; and what went wrong with Redis, if anything did.
-import { createFailureLimiter, type FailureLimiter } from '@portcullis/core';
+import {
+  type AccessList,
+  createAccessList,
+  createFailureLimiter,
+  type FailureLimiter,
+} from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
 import { lazyClient } from './lazy-client.js';
 import type { RedisTarget } from './redis-url.js';
@@ -19,6 +24,8 @@ export interface Place {
 /** The limiter of `place`, and how to tell whether Redis failed under it. */
 export interface Connection {
   readonly limiter: FailureLimiter;
+  /** The access list `list` over the same store (docs/design.md#access-lists), opened on first use. */
+  access(list: string): AccessList;
   /** Why Redis failed since the connection opened, or `undefined` while it has not. */
   failure(): string | undefined;
   /**
@@ -64,8 +71,13 @@ export function open(place: Place): Connection {
     store.close();
     throw error;
   }
+  let list: AccessList | undefined;
   return {
     limiter,
+    access(name) {
+      list ??= createAccessList({ store, name });
+      return list;
+    },
     failure() {
       const cause = client.cause();
       if (cause === undefined && !store.degraded && storeError === undefined) return undefined;
@@ -73,6 +85,7 @@ export function open(place: Place): Connection {
     },
     settled: () => client.settled(CALL_TIMEOUT_MS),
     close() {
+      void list?.close();
       store.close();
       client.disconnect();
     },

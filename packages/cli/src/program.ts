@@ -1,6 +1,6 @@
 // The `portcullis` command: commander parses, this file acts and says what it did. Exit codes: 0
 // done, 1 Redis failed (the reason and the URL without its password), 2 bad usage (with the usage).
-import type { Decision, LockoutInfo } from '@portcullis/core';
+import type { AccessRule, Decision, LockoutInfo } from '@portcullis/core';
 import { withoutUndefined } from '@portcullis/core/adapter';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { type Connection, open } from './connection.js';
@@ -44,6 +44,7 @@ const FLAGS: Record<string, string> = {
   scope: '--scope',
   prefix: '--prefix',
   name: '--name',
+  reason: '--reason',
 };
 
 function isConfigError(error: unknown): error is Error & { code: string; option?: unknown } {
@@ -119,9 +120,13 @@ async function onLimiter<T>(
       result = await act(connection);
     } catch (error) {
       if (isConfigError(error)) return configError(error);
+      // Whatever else failed under a command failed in Redis (an access list's calls reject
+      // with Redis's own error rather than answering through onError).
       const failed = connection.failure();
-      if (failed !== undefined) throw new RedisFailure(target.shown, failed);
-      throw error;
+      throw new RedisFailure(
+        target.shown,
+        failed ?? (error instanceof Error ? error.message : String(error)),
+      );
     }
     await connection.settled();
     const failed = connection.failure();
@@ -166,7 +171,7 @@ function root(io: Io): Command {
   return new Command('portcullis')
     .usage('<command> [options]')
     .description(
-      'See and act on the lockouts of a Portcullis failure limiter whose store is Redis (RedisStore).',
+      'See and act on the lockouts of a Portcullis failure limiter, and on its access lists, whose store is Redis (RedisStore).',
     )
     .version(VERSION, '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show this help')
@@ -183,6 +188,9 @@ function root(io: Io): Command {
         '  portcullis lockouts --redis redis://:secret@10.0.0.5:6379',
         '  portcullis unlock 203.0.113.7',
         '  portcullis ban 203.0.113.7 --for 1h --scope device-token',
+        "  portcullis deny 198.51.100.0/24 --reason 'scraping' --for 7d",
+        '  portcullis allow account:ops',
+        '  portcullis access --json',
       ].join('\n'),
     );
 }
@@ -287,11 +295,121 @@ function addBan(program: Command, io: Io): void {
   );
 }
 
+/** The access-list flag every access command takes (the list's name, not the limiter's). */
+function withList(command: Command): Command {
+  return withTarget(command).option('--list <name>', "the access list's name", 'default');
+}
+
+const SUBJECT_HELP =
+  'an IP address or CIDR network (203.0.113.7, 10.0.0.0/8), account:<name> or origin:<origin>';
+
+function ruleLine(r: AccessRule): string {
+  return JSON.stringify({
+    subject: r.subject,
+    action: r.action,
+    reason: r.reason,
+    until: r.until ?? null,
+  });
+}
+
+/** `portcullis access`: the allow and deny rules in force. */
+function addAccess(program: Command, io: Io): void {
+  withList(
+    program.command('access').description('list the allow and deny rules in force, denies first'),
+  ).action(async (options: TargetOptions & { list: string }, command: Command) => {
+    const rules = await onLimiter(command, options, { '--list': options.list }, (c) =>
+      c.access(options.list).rules(),
+    );
+    if (options.json) for (const r of rules) writeLine(io, ruleLine(r));
+    else if (rules.length === 0)
+      writeLine(
+        io,
+        `no access rules (list ${printable(options.list)}, prefix ${printable(options.prefix)})`,
+      );
+    else
+      for (const line of table(
+        ['ACTION', 'SUBJECT', 'REASON', 'ENDS IN'],
+        rules.map((r) => [
+          r.action,
+          printable(r.subject),
+          printable(r.reason),
+          r.until === undefined ? 'never' : formatDuration(r.until - Date.now()),
+        ]),
+      ))
+        writeLine(io, line);
+  });
+}
+
+/** `portcullis allow|deny <subject>`: sets a rule (replacing the subject's rule, if any). */
+function addRule(program: Command, io: Io, action: 'allow' | 'deny'): void {
+  withList(
+    program
+      .command(action)
+      .description(
+        action === 'deny'
+          ? 'refuse every request of a subject (403 with the reason), in every process'
+          : 'let a subject through the rate limits (not the auth lockout), in every process',
+      )
+      .argument('<subject>', SUBJECT_HELP)
+      .option('--reason <text>', 'why: shown in the refusal and the log line')
+      .option('--for <duration>', `how long: ${DURATION_FORMS} (default: until removed)`),
+  ).action(
+    async (
+      subject: string,
+      options: TargetOptions & { list: string; reason?: string; for?: string },
+      command: Command,
+    ) => {
+      let ms: number | undefined;
+      if (options.for !== undefined) {
+        ms = parseDuration(options.for);
+        if (ms === undefined)
+          usage(command, `--for ${printable(options.for)}: expected a duration: ${DURATION_FORMS}`);
+      }
+      const given = { '--for': options.for ?? '', '--reason': options.reason ?? '' };
+      const rule = await onLimiter(command, options, given, (c) =>
+        c.access(options.list)[action](subject, withoutUndefined({ reason: options.reason, ms })),
+      );
+      if (options.json) writeLine(io, ruleLine(rule));
+      else
+        writeLine(
+          io,
+          `${action === 'deny' ? 'denied' : 'allowed'} ${printable(rule.subject)}${rule.until === undefined ? '' : ` for ${formatDuration(ms ?? 0)}`} (list ${printable(options.list)})`,
+        );
+    },
+  );
+}
+
+/** `portcullis unlist <subject>`: removes the subject's rule. */
+function addUnlist(program: Command, io: Io): void {
+  withList(
+    program
+      .command('unlist')
+      .description('remove the allow or deny rule of a subject')
+      .argument('<subject>', SUBJECT_HELP),
+  ).action(async (subject: string, options: TargetOptions & { list: string }, command: Command) => {
+    const removed = await onLimiter(command, options, {}, (c) =>
+      c.access(options.list).remove(subject),
+    );
+    if (options.json) writeLine(io, JSON.stringify({ action: 'unlist', subject, removed }));
+    else
+      writeLine(
+        io,
+        removed
+          ? `removed the rule of ${printable(subject)} (list ${printable(options.list)})`
+          : `no rule of ${printable(subject)} was in force (list ${printable(options.list)})`,
+      );
+  });
+}
+
 function build(io: Io): Command {
   const program = root(io);
   addLockouts(program, io);
   addUnlock(program, io);
   addBan(program, io);
+  addAccess(program, io);
+  addRule(program, io, 'allow');
+  addRule(program, io, 'deny');
+  addUnlist(program, io);
   return program;
 }
 

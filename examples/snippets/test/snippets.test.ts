@@ -38,6 +38,12 @@ const OUTPUT: Record<string, string[]> = {
     '200 "tokens";r=398;t=60',
     '429 "tokens";r=0;t=60',
   ],
+  'express-access-list.mjs': [
+    '403 {"code":"ACCESS_DENIED","message":"access denied: scraping","retryable":false,"details":{"reason":"scraping"}}',
+    '200 null',
+    '403 {"code":"ACCESS_DENIED","message":"access denied: fraud","retryable":false,"details":{"reason":"fraud"}}',
+    '200 "default";r=99;t=60',
+  ],
   'express-concurrency.mjs': [
     '429 1 {"code":"RATE_LIMITED","message":"too many requests; retry after 1s","retryable":true,"retryAfterMs":1000}',
     '200 200 200',

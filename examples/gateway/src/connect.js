@@ -17,7 +17,7 @@ import { invalidRequest, isObject, isRequest, sendError } from './protocol.js';
 import { METHODS } from './rpc.js';
 import { compareSecret, createDeviceTokens } from './secrets.js';
 
-/** @import { AuthOutcome, ClientInfo, FailureLimiter } from '@portcullis/core' */
+/** @import { AccessList, AuthOutcome, ClientInfo, FailureLimiter } from '@portcullis/core' */
 /** @import { ConnectAuthResult } from '@portcullis/ws' */
 /** @import { IncomingMessage } from 'node:http' */
 /** @import { WebSocket } from 'ws' */
@@ -51,11 +51,12 @@ import { compareSecret, createDeviceTokens } from './secrets.js';
  *   trustedProxies: readonly string[],
  *   logger: JsonLogger,
  *   board: Pick<StatusBoard, 'record' | 'changed' | 'allowed'>,
- * }} options
+ *   access?: AccessList,
+ * }} options `access`: the operators' allow and deny rules, matched before every credential
  */
 export function createConnect(options) {
-  const { config, limiter, browserLimiter, trustedProxies, logger, board } = options;
-  const shared = { limiter, browserLimiter, trustedProxies, logger };
+  const { config, limiter, browserLimiter, trustedProxies, logger, board, access } = options;
+  const shared = { limiter, browserLimiter, trustedProxies, logger, ...(access && { access }) };
   // One secret each, named by no account: the client layer and the scope budget.
   const secrets = createConnectAuth({
     ...shared,

@@ -6,7 +6,7 @@
 // the limits in words). Everything is in memory, in one process.
 import { once } from 'node:events';
 import { watch } from 'node:fs';
-import { systemClock } from '@portcullis/core';
+import { createAccessList, systemClock } from '@portcullis/core';
 import { createClientResolver, systemTimers } from '@portcullis/core/adapter';
 import { createAdmin } from './admin.js';
 import { configHash, loadConfig, parseConfig, runningConfig } from './config.js';
@@ -77,7 +77,15 @@ export function createGateway(options) {
     },
   });
   // The operator's actions on lockouts, for the admin RPC methods and the /status unlock button.
-  const admin = createAdmin({ limiters, logger, changed: () => board.changed() });
+  // The operators' allow and deny rules: matched by every connect before its credential.
+  const access = createAccessList({ clock, timers, logger });
+  const admin = createAdmin({
+    limiters,
+    layers: () => connect.layers,
+    access,
+    logger,
+    changed: () => board.changed(),
+  });
   const rpc = createRpc({
     ...services,
     config,
@@ -104,6 +112,7 @@ export function createGateway(options) {
   });
   const connect = createConnect({
     config,
+    access,
     limiter: limiters.auth,
     browserLimiter: limiters.browser,
     trustedProxies,
@@ -236,6 +245,7 @@ export function createGateway(options) {
       watcher?.close();
       if (pending !== undefined) timers.clearTimeout(pending);
       board.close();
+      await access.close();
       restarts.scheduler.close();
       sockets.close();
       server.closeAllConnections();

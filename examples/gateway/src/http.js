@@ -288,7 +288,8 @@ export function createHttpServer(options) {
       result = await admin.unlock(
         {
           limiter: form.get('limiter') ?? undefined,
-          key: form.get('key') ?? undefined,
+          ...(form.get('key') !== null && { key: form.get('key') }),
+          ...(form.get('account') !== null && { account: form.get('account') }),
           ...(form.get('scope') !== null && { scope: form.get('scope') }),
         },
         { via: 'status', clientIp: client.ip },

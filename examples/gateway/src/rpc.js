@@ -150,6 +150,14 @@ export function createRpc(options) {
         return admin.unlock(params, operatorOf(ctx));
       case 'ratelimit.ban':
         return admin.ban(params, operatorOf(ctx));
+      case 'ratelimit.access':
+        return admin.access(params);
+      case 'ratelimit.allow':
+        return admin.allow(params, operatorOf(ctx));
+      case 'ratelimit.deny':
+        return admin.deny(params, operatorOf(ctx));
+      case 'ratelimit.unlist':
+        return admin.unlist(params, operatorOf(ctx));
       case 'config.get':
         return { config: redact(config.current()), hash: configHash(config.current()) };
       case 'config.patch': {

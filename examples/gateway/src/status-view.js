@@ -96,6 +96,9 @@ function heading(title, count) {
   return `<h3>${esc(title)}<span class="count${count > 0 ? ' hot' : ''}">${num(count)}</span></h3>`;
 }
 
+/** The auth layers whose lockouts live in a limiter of their own, `auth.<layer>` (admin.js). */
+const LAYER_LIMITERS = new Set(['pair', 'account', 'spray', 'scope']);
+
 /**
  * The unlock button of one lockout: a form posting to /status/unlock (it works without JavaScript;
  * the page's script sends it with fetch and stays live). `token` is the page's unlock token.
@@ -104,7 +107,11 @@ function heading(title, count) {
 function unlockForm(limiter, a, token) {
   const field = (/** @type {string} */ name, /** @type {unknown} */ value) =>
     `<input type="hidden" name="${name}" value="${esc(value)}">`;
-  return `<form class="unlock" method="post" action="/status/unlock">${field('token', token)}${field('limiter', limiter)}${field('scope', a.scope)}${field('key', a.key)}<button type="submit" title="lift this lockout now">unlock</button></form>`;
+  // A layer's lockout names its own limiter (`auth.pair`), and the account when it has one; a
+  // soft layer's has no client key (an account under attack, the whole scope).
+  const key = a.layer === 'account' || a.layer === 'scope' ? '' : field('key', a.key);
+  const account = a.account === undefined ? '' : field('account', a.account);
+  return `<form class="unlock" method="post" action="/status/unlock">${field('token', token)}${field('limiter', LAYER_LIMITERS.has(a.layer) ? `auth.${a.layer}` : limiter)}${field('scope', a.scope)}${key}${account}<button type="submit" title="lift this lockout now">unlock</button></form>`;
 }
 
 /** What the tag of a hard layer's row says (the client layer's rows have none). */
@@ -136,20 +143,21 @@ function lockoutCard(l, now, token) {
 }
 
 /**
- * The soft lockouts: an account or a whole credential class under attack. No unlock button: they
- * refuse only clients that never logged in, and end on their own (README.md#defence-in-depth).
- * @param {any} u @param {number} now
+ * The soft lockouts: an account or a whole credential class under attack. They refuse only
+ * clients that never logged in and end on their own (README.md#defence-in-depth); an operator who
+ * knows the attack is over lifts one with its button.
+ * @param {any} u @param {number} now @param {string | undefined} token
  */
-function underAttackCard(u, now) {
+function underAttackCard(u, now, token) {
   const rows = u.active.map(
     (/** @type {any} */ a) =>
-      `<tr data-layer="${esc(a.layer)}" data-scope="${esc(a.scope)}"${a.account === undefined ? '' : ` data-account="${esc(a.account)}"`}><td class="nowrap"><span class="tag soft">${esc(a.layer)}</span></td><td class="nowrap">${esc(a.scope)}</td><td class="key">${a.account === undefined ? 'every account' : keyHtml(a.account)}</td>${countdown('td', now + a.untilMs, now)}</tr>`,
+      `<tr data-layer="${esc(a.layer)}" data-scope="${esc(a.scope)}"${a.account === undefined ? '' : ` data-account="${esc(a.account)}"`}><td class="nowrap"><span class="tag soft">${esc(a.layer)}</span></td><td class="nowrap">${esc(a.scope)}</td><td class="key">${a.account === undefined ? 'every account' : keyHtml(a.account)}</td>${countdown('td', now + a.untilMs, now)}<td class="act">${token !== undefined ? unlockForm('', a, token) : ''}</td></tr>`,
   );
   const more =
     u.activeCount > u.active.length
       ? `<div class="none">… and ${num(u.activeCount - u.active.length)} more</div>`
       : '';
-  return `<section class="card soft" data-limiter="under-attack">${heading(u.title, u.activeCount)}<div class="rule">${esc(u.rule)}</div>${table(['layer', 'scope', 'account', 'time left'], rows)}${more}</section>`;
+  return `<section class="card soft" data-limiter="under-attack">${heading(u.title, u.activeCount)}<div class="rule">${esc(u.rule)}</div>${table(['layer', 'scope', 'account', 'time left', ''], rows)}${more}</section>`;
 }
 
 /** @param {any} q @param {number} now */
@@ -282,7 +290,7 @@ function renderMain(s, unlockToken) {
       ? []
       : [
           '<h2>Under attack</h2>',
-          `<div class="grid" id="under-attack">${underAttackCard(s.underAttack, now)}</div>`,
+          `<div class="grid" id="under-attack">${underAttackCard(s.underAttack, now, unlockToken)}</div>`,
         ]),
     '<h2>Control-plane quotas, session creation, restart</h2>',
     `<div class="grid" id="quotas">${s.quotas.map((q) => quotaCard(q, now)).join('')}${sessionCard(s.sessions, now)}${restartCard(s.restart, now)}</div>`,

@@ -307,8 +307,8 @@ export function createStatusBoard(options) {
           key: client,
           untilMs: x.retryAfterMs,
           layer: x.layer,
-          // Only the client's own lockout has a button (admin.js reaches the three limiters).
-          unlock: false,
+          // Its button posts the layer's limiter (`auth.pair`: admin.js reaches the layers too).
+          unlock: true,
           ...(nul >= 0 && { account: x.key.slice(nul + 1 + 'account:'.length) }),
         });
       }

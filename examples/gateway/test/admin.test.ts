@@ -18,6 +18,7 @@ afterEach(async () => {
 });
 
 const ATTACKER = '203.0.113.9';
+const LAYER_NAMES = ['auth.pair', 'auth.account', 'auth.spray', 'auth.scope'];
 const from = (ip: string) => ({ 'x-forwarded-for': `${ip}, 127.0.0.1` });
 
 async function start(): Promise<Harness> {
@@ -223,19 +224,19 @@ describe('admin RPC methods', () => {
       [
         'ratelimit.unlock',
         { limiter: 'sessions', key: ATTACKER },
-        'invalid params: limiter must be one of auth, auth-browser, webhook',
-        { option: 'limiter', limiters: ['auth', 'auth-browser', 'webhook'] },
+        'invalid params: limiter must be one of auth, auth-browser, webhook, auth.pair, auth.account, auth.spray, auth.scope',
+        { option: 'limiter', limiters: ['auth', 'auth-browser', 'webhook', ...LAYER_NAMES] },
       ],
       [
         'ratelimit.unlock',
         { key: ATTACKER },
-        'invalid params: limiter must be one of auth, auth-browser, webhook',
-        { option: 'limiter', limiters: ['auth', 'auth-browser', 'webhook'] },
+        'invalid params: limiter must be one of auth, auth-browser, webhook, auth.pair, auth.account, auth.spray, auth.scope',
+        { option: 'limiter', limiters: ['auth', 'auth-browser', 'webhook', ...LAYER_NAMES] },
       ],
       [
         'ratelimit.unlock',
         { limiter: 'auth', key: ATTACKER, sope: 'password' },
-        'invalid ratelimit.unlock params: unknown field "sope" (expected limiter, key, scope)',
+        'invalid ratelimit.unlock params: unknown field "sope" (expected limiter, key, account, scope)',
         undefined,
       ],
       [
@@ -414,7 +415,10 @@ describe('POST /status/unlock (the status page button)', () => {
       [405, 'Method Not Allowed'],
       [415, 'Unsupported Media Type: send application/x-www-form-urlencoded'],
       [413, 'Payload Too Large'],
-      [400, 'Bad Request: invalid params: limiter must be one of auth, auth-browser, webhook'],
+      [
+        400,
+        'Bad Request: invalid params: limiter must be one of auth, auth-browser, webhook, auth.pair, auth.account, auth.spray, auth.scope',
+      ],
     ]);
     // Still locked out.
     expect(g.gateway.status().lockouts[0]?.active.map((a) => a.key)).toEqual([LOCAL]);

@@ -186,7 +186,7 @@ describe('device ids are the accounts of device tokens', () => {
         key: '198.51.100.5',
         untilMs: 3_300_000,
         layer: 'pair',
-        unlock: false,
+        unlock: true,
         account: 'laptop-1',
       },
     ]);
@@ -235,7 +235,7 @@ describe('device ids are the accounts of device tokens', () => {
         key: '198.51.100.7',
         untilMs: 3_600_000,
         layer: 'spray',
-        unlock: false,
+        unlock: true,
       },
     ]);
   });
@@ -260,7 +260,7 @@ describe('device ids are the accounts of device tokens', () => {
         key: '198.51.100.6',
         untilMs: 3_300_000,
         layer: 'pair',
-        unlock: false,
+        unlock: true,
         account: NO_DEVICE,
       },
     ]);
@@ -292,16 +292,16 @@ describe('the status board: soft lockouts apart from hard ones', () => {
     expect(s.lockouts[0]?.active).toEqual([
       { scope: 'password', key: '203.0.113.9', untilMs: 300_000, layer: 'client', unlock: true },
     ]);
-    // Drawn apart, without unlock buttons; the client's row keeps its button.
+    // Drawn apart, each with its unlock button (it posts the layer's limiter); the client's row keeps its own.
     const html = renderMain(s as never, 'tok');
     expect(html).toContain(
       '<h2>Under attack</h2>\n<div class="grid" id="under-attack"><section class="card soft" data-limiter="under-attack"><h3>Under attack (soft lockouts)<span class="count hot">2</span></h3>',
     );
     expect(html).toContain(
-      '<tr data-layer="account" data-scope="device-token" data-account="laptop-1"><td class="nowrap"><span class="tag soft">account</span></td><td class="nowrap">device-token</td><td class="key">laptop-<wbr>1</td><td class="left" data-until="4660000" data-over="0:00">60:00</td></tr>',
+      '<tr data-layer="account" data-scope="device-token" data-account="laptop-1"><td class="nowrap"><span class="tag soft">account</span></td><td class="nowrap">device-token</td><td class="key">laptop-<wbr>1</td><td class="left" data-until="4660000" data-over="0:00">60:00</td><td class="act"><form class="unlock" method="post" action="/status/unlock"><input type="hidden" name="token" value="tok"><input type="hidden" name="limiter" value="auth.account"><input type="hidden" name="scope" value="device-token"><input type="hidden" name="account" value="laptop-1"><button type="submit" title="lift this lockout now">unlock</button></form></td></tr>',
     );
     expect(html).toContain(
-      '<tr data-layer="scope" data-scope="shared-secret"><td class="nowrap"><span class="tag soft">scope</span></td><td class="nowrap">shared-secret</td><td class="key">every account</td><td class="left" data-until="4600000" data-over="0:00">59:00</td></tr>',
+      '<tr data-layer="scope" data-scope="shared-secret"><td class="nowrap"><span class="tag soft">scope</span></td><td class="nowrap">shared-secret</td><td class="key">every account</td><td class="left" data-until="4600000" data-over="0:00">59:00</td><td class="act"><form class="unlock" method="post" action="/status/unlock"><input type="hidden" name="token" value="tok"><input type="hidden" name="limiter" value="auth.scope"><input type="hidden" name="scope" value="shared-secret"><button type="submit" title="lift this lockout now">unlock</button></form></td></tr>',
     );
     expect(html).toMatch(
       /<tr data-limiter="auth" data-scope="password" data-key="203.0.113.9" data-layer="client">.*<form class="unlock"/,
@@ -344,7 +344,7 @@ describe('the status board: soft lockouts apart from hard ones', () => {
     }
     const html = renderMain(g.gateway.status() as never, 'tok');
     expect(html).toContain(
-      '<tr data-limiter="auth" data-scope="device-token" data-key="198.51.100.5" data-layer="pair" data-account="laptop-1"><td class="nowrap">device-token <span class="tag layer" title="this client, this account only (20 failures in a row)">pair</span></td><td class="key">198.51.100.5 → laptop-<wbr>1</td><td class="left" data-until="4900000" data-over="0:00">60:00</td><td class="act"></td></tr>',
+      '<tr data-limiter="auth" data-scope="device-token" data-key="198.51.100.5" data-layer="pair" data-account="laptop-1"><td class="nowrap">device-token <span class="tag layer" title="this client, this account only (20 failures in a row)">pair</span></td><td class="key">198.51.100.5 → laptop-<wbr>1</td><td class="left" data-until="4900000" data-over="0:00">60:00</td><td class="act"><form class="unlock" method="post" action="/status/unlock"><input type="hidden" name="token" value="tok"><input type="hidden" name="limiter" value="auth.pair"><input type="hidden" name="scope" value="device-token"><input type="hidden" name="key" value="198.51.100.5"><input type="hidden" name="account" value="laptop-1"><button type="submit" title="lift this lockout now">unlock</button></form></td></tr>',
     );
   });
 });

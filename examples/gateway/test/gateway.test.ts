@@ -127,6 +127,10 @@ describe('first-frame auth (@portcullis/ws createConnectAuth)', () => {
           'ratelimit.lockouts',
           'ratelimit.unlock',
           'ratelimit.ban',
+          'ratelimit.access',
+          'ratelimit.allow',
+          'ratelimit.deny',
+          'ratelimit.unlist',
         ],
       },
     });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { luaNow } from './lua-now.js';
 
 /**
  * The script behind the access-list methods of `RedisStore`: the rules of one list in one hash,
@@ -15,13 +16,7 @@ import { createHash } from 'node:crypto';
  */
 export const ACCESS_SCRIPT = `
 local key, op = KEYS[1], ARGV[1]
-local now
-if ARGV[2] ~= '' then
-  now = tonumber(ARGV[2])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${luaNow(2)}
 local function ended(value)
   local ends = tonumber(string.match(value, '^[^\\t]*\\t([^\\t]*)'))
   return ends == nil or (ends ~= 0 and ends <= now)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { luaNow } from './lua-now.js';
 
 /**
  * The script behind `RedisStore.acquire` and `RedisStore.release`: a line-for-line port of
@@ -19,13 +20,7 @@ if op == 'r' then
   redis.call('ZREM', key, lease)
   return 0
 end
-local now
-if ARGV[3] ~= '' then
-  now = tonumber(ARGV[3])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${luaNow(3)}
 local max, leaseMs = tonumber(ARGV[4]), tonumber(ARGV[5])
 local latest = now + leaseMs
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { luaNow } from './lua-now.js';
 
 /**
  * The script behind `RedisStore.trust` and `RedisStore.trusted`: one trust table per call, a
@@ -29,13 +30,7 @@ local order, times, entries, groups, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local op = ARGV[1]
 local trustMs = tonumber(ARGV[2])
 local clocked = ARGV[3] ~= ''
-local now
-if clocked then
-  now = tonumber(ARGV[3])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+${luaNow(3)}
 local spack, sunpack = struct.pack, struct.unpack
 
 -- A trust stamped in the future (the clock stepped back) counts as earned now.

@@ -1,7 +1,8 @@
 /*
  * `chargeAfter` (docs/design.md#charge-after) on every framework and both stores: what a response
  * cost is spent after it ended, in the window the request spent in; a charge larger than what is
- * left empties the window, so the next request is refused.
+ * left empties the window, so the next request is refused. A handler's own `charge(req, units)`
+ * spends at once, in the same budget, and answers what it spent.
  */
 import { createWindowLimiter, type Decision, MemoryStore, type Store } from '@portcullis/core';
 import { RedisStore } from '@portcullis/redis';
@@ -63,6 +64,62 @@ describe.each(stores)('chargeAfter on $name', (storeKind) => {
         await vi.waitFor(async () => expect(await left()).toBe(0), { interval: 5 });
         const refused = await get();
         expect([refused.status, refused.headers['retry-after']]).toEqual([429, '60']);
+      } finally {
+        await app.close();
+        await limiter.close();
+      }
+    });
+  });
+});
+
+describe.each(stores)('charge(req, units) from a handler on $name', (storeKind) => {
+  // The Fastify plugin builds its hooks itself: a handler charges through a hook it mounts.
+  describe.each(frameworks.filter((f) => !f.name.includes('plugin')))('$name', (fw) => {
+    it("spends at once in the request's budget; past the budget, what is left", async () => {
+      const limiter = createWindowLimiter({ limit: 10, windowMs: 60_000, store: storeKind.make() });
+      const app = await fw.build({
+        rateLimit: { limiter, ipv6Networks: false },
+        charge: (req: AnyRequest) => Number(req.headers['x-charge'] ?? 0),
+      });
+      const get = async (charge: string) => {
+        const r = await app.send({ path: '/limited', headers: { 'x-charge': charge } });
+        return [
+          r.status,
+          r.headers.ratelimit,
+          (JSON.parse(r.text) as { charged?: number }).charged,
+        ];
+      };
+      try {
+        // 1 up front, then 4 by the handler: the next sees 5 left, minus its own 1.
+        expect(await get('4')).toEqual([200, '"default";r=9;t=60', 4]);
+        expect(await get('0')).toEqual([200, '"default";r=4;t=60', 0]);
+        // 3 left when it charges 100: 3 are spent.
+        expect(await get('100')).toEqual([200, '"default";r=3;t=60', 3]);
+        const refused = await app.send({ path: '/limited', headers: { 'x-charge': '1' } });
+        expect([refused.status, refused.headers['retry-after']]).toEqual([429, '60']);
+        expect(((await limiter.peek('127.0.0.1')) as Decision).remaining).toBe(0);
+      } finally {
+        await app.close();
+        await limiter.close();
+      }
+    });
+
+    it('rejects units that are not a non-negative integer, spending nothing', async () => {
+      const limiter = createWindowLimiter({ limit: 10, windowMs: 60_000, store: storeKind.make() });
+      const app = await fw.build({
+        rateLimit: { limiter },
+        charge: (req: AnyRequest) => Number(req.headers['x-charge']),
+      });
+      try {
+        for (const bad of ['-1', '1.5', 'NaN']) {
+          const r = await app.send({ path: '/limited', headers: { 'x-charge': bad } });
+          expect([r.status, (JSON.parse(r.text) as { charged?: unknown }).charged]).toEqual([
+            200,
+            'ERR_PORTCULLIS_COST',
+          ]);
+        }
+        // Only the three requests' own units were spent.
+        expect(((await limiter.peek('127.0.0.1')) as Decision).remaining).toBe(7);
       } finally {
         await app.close();
         await limiter.close();

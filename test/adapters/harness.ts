@@ -45,6 +45,11 @@ export interface AppSpec {
   readonly webhook?: WebhookGateOptions<AnyRequest>;
   /** GET /busy behind `concurrency`; its handler waits on `holds` (see {@link busy}). */
   readonly concurrency?: ConcurrencyGateOptions<AnyRequest>;
+  /**
+   * The /limited handler charges this many units through its `rateLimit`'s `charge(req, units)`
+   * before it answers, and answers what was spent as `charged` (Fastify: the hooks mount only).
+   */
+  readonly charge?: (req: AnyRequest) => number;
 }
 
 /**
@@ -126,6 +131,11 @@ export interface App {
   close(): Promise<void>;
 }
 
+/** What a handler's charge answered: the units, or the code of its rejection. */
+function settled(charge: Promise<number> | undefined): Promise<number | string | undefined> {
+  return Promise.resolve(charge).catch((e: { code?: string }) => e.code ?? String(e));
+}
+
 /** A framework (major version and transport) under test. */
 export interface Framework {
   readonly name: string;
@@ -184,9 +194,11 @@ function expressFramework(name: string, express: typeof express5): Framework {
       const app = express();
       if (spec.rateLimit) {
         const stacked = (spec.stacked ?? []).map((o) => px.rateLimit(o));
-        app.get('/limited', ...stacked, px.rateLimit(spec.rateLimit), (req, res) => {
+        const limiter = px.rateLimit(spec.rateLimit);
+        app.get('/limited', ...stacked, limiter, async (req, res) => {
           if (req.headers['x-hang'] !== undefined) return;
-          res.status(statusOf(req)).json({ decision: req.rateLimit ?? null });
+          const charged = spec.charge && (await settled(limiter.charge(req, spec.charge(req))));
+          res.status(statusOf(req)).json({ decision: req.rateLimit ?? null, charged });
         });
       }
       if (spec.concurrency)
@@ -227,10 +239,13 @@ function koaFramework(name: string, Koa: typeof Koa3): Framework {
           )();
         routes.set('GET /limited', [
           limited,
-          (ctx) => {
+          async (ctx) => {
             if (ctx.headers['x-hang'] !== undefined) return new Promise(() => {});
+            const own = chain[chain.length - 1];
+            const charged =
+              spec.charge && (await settled(own?.charge(ctx, spec.charge(ctx.request))));
             ctx.status = statusOf(ctx.request);
-            ctx.body = { decision: ctx.state.rateLimit ?? null };
+            ctx.body = { decision: ctx.state.rateLimit ?? null, charged };
             return undefined;
           },
         ]);
@@ -307,20 +322,23 @@ function fastifyFramework(
       const app: FastifyInstance = Fastify();
       try {
         if (spec.rateLimit) {
-          const handler = (
+          const own = mount === 'plugin' ? undefined : pf.rateLimit(spec.rateLimit);
+          const handler = async (
             request: AnyRequest & { rateLimit?: unknown },
             reply: { code(n: number): unknown },
           ) => {
             if (request.headers['x-hang'] !== undefined) return new Promise(() => {});
+            const charged =
+              spec.charge && (await settled(own?.charge(request as never, spec.charge(request))));
             reply.code(statusOf(request));
-            return Promise.resolve({ decision: request.rateLimit ?? null });
+            return { decision: request.rateLimit ?? null, charged };
           };
           const stacked = (spec.stacked ?? []).map((o) => pf.rateLimit(o));
-          if (mount === 'plugin') {
+          if (own === undefined) {
             await app.register(portcullis, spec.rateLimit);
             app.get('/limited', { onRequest: stacked }, handler);
           } else {
-            app.get('/limited', { onRequest: [...stacked, pf.rateLimit(spec.rateLimit)] }, handler);
+            app.get('/limited', { onRequest: [...stacked, own] }, handler);
           }
         }
         const optOut = { rateLimit: false as const };
@@ -477,8 +495,11 @@ function honoFramework(name: string, transport: 'node-server' | 'request'): Fram
         for (const mw of chain) app.use('/limited', mw);
         app.get('/limited', async (c) => {
           if (c.req.header('x-hang') !== undefined) await new Promise(() => {});
+          const charged =
+            spec.charge &&
+            (await settled(chain[chain.length - 1]?.charge(c, spec.charge(view(c)))));
           return c.body(
-            JSON.stringify({ decision: c.get('rateLimit') ?? null }),
+            JSON.stringify({ decision: c.get('rateLimit') ?? null, charged }),
             statusOf(view(c)) as 200,
             JSON_HEADERS,
           );
@@ -543,16 +564,21 @@ function fetchFramework(name: string, transport: 'bridge' | 'direct'): Framework
     async build(spec) {
       const routes = new Map<string, FetchRoute>();
       if (spec.rateLimit) {
-        const limited: FetchRoute = async (request) => {
-          if (request.headers.get('x-hang') !== null) await new Promise(() => {});
-          return jsonResponse(
-            { decision: pw.decisionOf(request) ?? null },
-            statusOf(view(request)),
-          );
-        };
         const chain = [...(spec.stacked ?? []), spec.rateLimit].map((o) =>
           pw.rateLimit<Request, [PeerInfo]>(opts(o)),
         );
+        const limited: FetchRoute = async (request, info) => {
+          if (request.headers.get('x-hang') !== null) await new Promise(() => {});
+          const charged =
+            spec.charge &&
+            (await settled(
+              chain[chain.length - 1]?.charge(request, spec.charge(view(request)), info),
+            ));
+          return jsonResponse(
+            { decision: pw.decisionOf(request) ?? null, charged },
+            statusOf(view(request)),
+          );
+        };
         routes.set(
           'GET /limited',
           chain.reduceRight<FetchRoute>((handler, wrap) => wrap(handler), limited),

@@ -86,6 +86,7 @@ export {
 export type { BrowserBudgetOptions } from './http/browser-budget.js';
 export {
   type FailureLimitControls,
+  type ChargeControl,
   type RequestLimitControls,
   withControls,
 } from './http/controls.js';

@@ -15,6 +15,7 @@ import {
   guardMiddleware,
   onLimitedSpec,
   type RateLimitIdiom,
+  type ChargeControl,
   type RequestLimitControls,
   rateLimitMiddleware,
 } from '@portcullis/core/adapter';
@@ -60,7 +61,9 @@ const express: RateLimitIdiom<Request, Response, NextFunction, Request, Response
  * headers and `req.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function rateLimit(options?: RateLimitOptions): RequestHandler & RequestLimitControls {
+export function rateLimit(
+  options?: RateLimitOptions,
+): RequestHandler & RequestLimitControls & ChargeControl<Request> {
   const gate = createRequestGate<Request, Response>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
   return rateLimitMiddleware(gate, express, {

@@ -15,6 +15,7 @@ import {
   onLimitedSpec,
   type RateLimitIdiom,
   type RequestGate,
+  type ChargeControl,
   type RequestLimitControls,
   rateLimitMiddleware,
   withControls,
@@ -87,13 +88,15 @@ function asHook<C extends FailureLimitControls | RequestLimitControls | Concurre
  * counter headers and `request.rateLimit`; refused ones the JSON 429 (or `onLimited`).
  * @throws {PortcullisConfigError} for a wrong or unknown option
  */
-export function rateLimit(options?: RateLimitOptions): onRequestHookHandler & RequestLimitControls {
+export function rateLimit(
+  options?: RateLimitOptions,
+): onRequestHookHandler & RequestLimitControls & ChargeControl<FastifyRequest> {
   return createRateLimitHook(options).hook;
 }
 
 /** Builds the {@link rateLimit} hook and returns its gate too (the plugin closes it on shutdown). */
 export function createRateLimitHook(options: RateLimitOptions | undefined): {
-  readonly hook: onRequestHookHandler & RequestLimitControls;
+  readonly hook: onRequestHookHandler & RequestLimitControls & ChargeControl<FastifyRequest>;
   readonly gate: RequestGate<FastifyRequest, FastifyReply>;
 } {
   const gate = createRequestGate<FastifyRequest, FastifyReply>(options, onLimitedSpec);
@@ -101,7 +104,11 @@ export function createRateLimitHook(options: RateLimitOptions | undefined): {
   const middleware = rateLimitMiddleware(gate, fastify, {
     onLimited: onLimited && ((decision, request, reply) => onLimited(request, reply, decision)),
   });
-  return { hook: asHook(middleware, 'portcullisRateLimit'), gate };
+  const controls = {
+    ...controlsOf(middleware),
+    charge: (request: FastifyRequest, units: number) => middleware.charge(request, units),
+  };
+  return { hook: asHook(middleware, 'portcullisRateLimit', controls), gate };
 }
 
 function guardHook(

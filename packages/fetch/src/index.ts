@@ -23,6 +23,7 @@ import {
   fetchGuard,
   fetchRateLimit,
   onLimitedSpec,
+  type ChargeControl,
   type RequestLimitControls,
   withControls,
   withResponseHeaders,
@@ -75,9 +76,9 @@ function wrapper<
   A extends unknown[],
   C extends RequestLimitControls | FailureLimitControls | ConcurrencyControls,
 >(
-  middleware: FetchMiddleware<R, A, FetchHandler<R, A>, Response> & C,
+  middleware: FetchMiddleware<R, A, FetchHandler<R, A>, Response> & { readonly limiter: unknown },
   where: string,
-  controls: C = controlsOf(middleware as FailureLimitControls) as C,
+  controls: C = controlsOf(middleware as unknown as FailureLimitControls) as C,
 ): Wrap<R, A> & C {
   return withControls(function wrap(handler: FetchHandler<R, A>) {
     if (typeof handler !== 'function') {
@@ -101,13 +102,17 @@ function wrapper<
  */
 export function rateLimit<R extends Request = Request, A extends unknown[] = unknown[]>(
   options: RateLimitOptions<R, A>,
-): Wrap<R, A> & RequestLimitControls {
+): Wrap<R, A> & RequestLimitControls & ChargeControl<R, A> {
   const gate = createRequestGate<R, Response>(options, rateLimitSpec);
   const onLimited = options?.onLimited;
   const middleware = fetchRateLimit(gate, fetchIdiom<R, A>(options, 'rateLimit'), {
     onLimited: onLimited && ((decision, request) => onLimited(request, decision)),
   });
-  return wrapper(middleware, 'rateLimit');
+  return wrapper(middleware, 'rateLimit', {
+    ...controlsOf(middleware),
+    // The handler's further arguments, as clientAddress(request, ...rest) reads them.
+    charge: (request: R, units: number, ...rest: A) => middleware.charge(request, units, rest),
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   fetchGuard,
   fetchRateLimit,
   onLimitedSpec,
+  type ChargeControl,
   type RequestLimitControls,
 } from '@portcullis/core/adapter';
 import type { Context, Env, MiddlewareHandler, Next } from 'hono';
@@ -86,7 +87,7 @@ function hono<E extends Env>(
  */
 export function rateLimit<E extends Env = Env>(
   options?: RateLimitOptions<E>,
-): MiddlewareHandler<E> & RequestLimitControls {
+): MiddlewareHandler<E> & RequestLimitControls & ChargeControl<Context<E>> {
   const gate = createRequestGate<Context<E>, Response>(options, rateLimitSpec);
   const onLimited = options?.onLimited;
   return fetchRateLimit(gate, hono<E>(options, 'rateLimit'), {

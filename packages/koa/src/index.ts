@@ -15,6 +15,7 @@ import {
   guardMiddleware,
   onLimitedSpec,
   type RateLimitIdiom,
+  type ChargeControl,
   type RequestLimitControls,
   rateLimitMiddleware,
 } from '@portcullis/core/adapter';
@@ -70,7 +71,7 @@ const koa: RateLimitIdiom<RateLimitContext, Next, void, KoaRequest, KoaResponse>
  */
 export function rateLimit(
   options?: RateLimitOptions,
-): Middleware<RateLimitState> & RequestLimitControls {
+): Middleware<RateLimitState> & RequestLimitControls & ChargeControl<RateLimitContext> {
   const gate = createRequestGate<KoaRequest, KoaResponse>(options, onLimitedSpec);
   const onLimited = options?.onLimited;
   return rateLimitMiddleware(gate, koa, {

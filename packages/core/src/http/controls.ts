@@ -15,6 +15,22 @@ export interface RequestLimitControls {
   close(): MaybePromise<void>;
 }
 
+/**
+ * A `rateLimit` middleware's `charge` (docs/design.md#charge-after): a handler that learns what
+ * its request cost before the response ends (tokens streamed so far, bytes read) spends it now.
+ * `On` is what the framework calls its request (Express `req`, Koa `ctx`, Fastify `request`, Hono
+ * `c`); `Rest`, the further arguments its client address needs (Fetch: the handler's own).
+ */
+export interface ChargeControl<On, Rest extends unknown[] = []> {
+  /**
+   * Spends `units` (a non-negative integer) more of the request's budgets, where its up-front
+   * units went; a request `rateLimit` did not count (`skip`, an access rule) is charged nothing.
+   * Resolves to the units spent in its own budget: what was left, when fewer were, so the next
+   * request is refused until the window has room again.
+   */
+  charge(on: On, units: number, ...rest: Rest): Promise<number>;
+}
+
 /** What a mounted auth or webhook guard offers its owner: live numbers and its limiter. */
 export interface FailureLimitControls {
   /** Changes the numbers in force without a restart (history and earned lockouts kept). */

@@ -4,7 +4,12 @@ import { func } from '../options.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import type { HttpAnswer } from './answer.js';
 import type { AdapterOptionSpec } from './gate-options.js';
-import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
+import {
+  type ChargeControl,
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
+} from './controls.js';
 import { knownOutcome, outcomeOnce } from './fetch.js';
 import { controlsOf, type GuardGate, guardMiddleware, named, type Refusal } from './middleware.js';
 import type { RequestGate, RequestResult } from './request-gate.js';
@@ -107,7 +112,7 @@ export function fetchRateLimit<A, B, C, Req, Out>(
   gate: RequestGate<Req, Response>,
   idiom: FetchIdiom<A, B, C, Req, Out>,
   setup: { readonly name?: string; readonly onLimited?: LimitedResponder<A, B> | undefined } = {},
-): FetchMiddleware<A, B, C, Out> & RequestLimitControls {
+): FetchMiddleware<A, B, C, Out> & RequestLimitControls & ChargeControl<A, [b?: B]> {
   const tracksOutcome = gate.tracksOutcome;
   const onLimited = setup.onLimited;
 
@@ -140,7 +145,11 @@ export function fetchRateLimit<A, B, C, Req, Out>(
 
   // Not an async function: with the memory store the decision is synchronous, and an async
   // wrapper around allowed()'s promise would cost every request another promise and tick.
-  return withControls(runFetchGate(gate, idiom, settle, setup.name), controlsOf(gate));
+  return withControls(runFetchGate(gate, idiom, settle, setup.name), {
+    ...controlsOf(gate),
+    charge: (a: A, units: number, b?: B) =>
+      gate.charge(idiom.raw(a, b as B), idiom.req(a, b as B), units),
+  });
 }
 
 /**

@@ -5,7 +5,12 @@ import { isPromise, type MaybePromise } from '../promise.js';
 import type { GateResult, HttpAnswer } from './answer.js';
 import type { AuthGate } from './auth-gate.js';
 import type { AdapterOptionSpec } from './gate-options.js';
-import { type FailureLimitControls, type RequestLimitControls, withControls } from './controls.js';
+import {
+  type ChargeControl,
+  type FailureLimitControls,
+  type RequestLimitControls,
+  withControls,
+} from './controls.js';
 import type { RawResponse, RequestGate, RequestGateOptions } from './request-gate.js';
 
 /**
@@ -191,7 +196,7 @@ export function rateLimitMiddleware<A, B, C, Req, Res>(
   gate: RequestGate<Req, Res>,
   idiom: RateLimitIdiom<A, B, C, Req, Res>,
   setup: { readonly name?: string; readonly onLimited?: LimitedHandler<A, B, C> | undefined } = {},
-): Middleware<A, B, C> & RequestLimitControls {
+): Middleware<A, B, C> & RequestLimitControls & ChargeControl<A, [b?: B]> {
   const tracksOutcome = gate.tracksOutcome;
   const onLimited = setup.onLimited;
   function settle(
@@ -209,8 +214,9 @@ export function rateLimitMiddleware<A, B, C, Req, Res>(
     }
     return refuse(result, idiom, onLimited, a, b, c);
   }
-  return withControls(
-    runGate(gate, idiom, settle, setup.name ?? 'portcullisRateLimit'),
-    controlsOf(gate),
-  );
+  return withControls(runGate(gate, idiom, settle, setup.name ?? 'portcullisRateLimit'), {
+    ...controlsOf(gate),
+    charge: (a: A, units: number, b?: B) =>
+      gate.charge(idiom.raw(a, b as B), idiom.req(a, b as B), units),
+  });
 }

@@ -178,3 +178,58 @@ describe('WindowLimiter.charge', () => {
     },
   );
 });
+
+describe('gate.charge(raw, req, units): a handler charging at once', () => {
+  const make = (extra: Record<string, unknown> = {}) => {
+    const clock = manualClock(0);
+    return createRequestGate<{ plan?: string; skip?: boolean; user?: string }>({
+      limit: 10,
+      windowMs: 60_000,
+      clock,
+      timers: clock,
+      ...extra,
+    });
+  };
+
+  it('spends in the client window; what is left when fewer units are', async () => {
+    const g = make();
+    void g.run(raw('192.0.2.1'), {});
+    expect(await g.charge(raw('192.0.2.1'), {}, 4)).toBe(4);
+    expect(await g.charge(raw('192.0.2.1'), {}, 0)).toBe(0);
+    expect((g.limiter.peek('192.0.2.1') as { remaining: number }).remaining).toBe(5);
+    expect(await g.charge(raw('192.0.2.1'), {}, 50)).toBe(5);
+    expect((g.run(raw('192.0.2.1'), {}) as RequestResult).ok).toBe(false);
+  });
+
+  it('follows key, per-request policies and skip', async () => {
+    const g = make({
+      key: (req: { user?: string }, ip: string) => req.user ?? ip,
+      limit: (req: { plan?: string }) => (req.plan === 'pro' ? 100 : 10),
+      skip: (req: { skip?: boolean }) => req.skip === true,
+    });
+    void g.run(raw('192.0.2.1'), { user: 'u1', plan: 'pro' });
+    expect(await g.charge(raw('192.0.2.1'), { user: 'u1', plan: 'pro' }, 60)).toBe(60);
+    const r = g.run(raw('192.0.2.1'), { user: 'u1', plan: 'pro' }) as RequestResult;
+    expect(r.decision.remaining).toBe(38);
+    expect(await g.charge(raw('192.0.2.1'), { user: 'u1', skip: true }, 5)).toBe(0);
+  });
+
+  it('charges the IPv6 networks too', async () => {
+    const g = make({ ipv6Networks: [{ prefix: 56, factor: 2 }] });
+    const a = raw('2001:db8:1:100::1');
+    void g.run(a, {});
+    expect(await g.charge(a, {}, 9)).toBe(9);
+    // The /56 holds 20: 1 + 9 spent; another /64 of it has its own 10 but only 10 left there.
+    const other = raw('2001:db8:1:1ff::1');
+    expect(await g.charge(other, {}, 15)).toBe(10);
+    expect((g.run(other, {}) as RequestResult).ok).toBe(false);
+  });
+
+  it('rejects units that are not a non-negative integer', async () => {
+    const g = make();
+    for (const bad of [-1, 1.5, Number.NaN, '3', Number.MAX_SAFE_INTEGER + 1])
+      await expect(g.charge(raw('192.0.2.1'), {}, bad as number)).rejects.toMatchObject({
+        code: 'ERR_PORTCULLIS_COST',
+      });
+  });
+});

@@ -1,6 +1,8 @@
 // `rateLimit`'s `chargeAfter` (docs/design.md#charge-after): what a request turned out to cost,
 // spent once its response ended, in every budget its up-front units went to.
+import type { RawRequest } from '../client.js';
 import type { Logger } from '../events.js';
+import type { RequestLimiters } from './request-limiters.js';
 import { isPromise, type MaybePromise } from '../promise.js';
 import { callSafely, tell } from '../safe-call.js';
 import type { WindowLimiter } from '../window-limiter.js';
@@ -58,4 +60,32 @@ export function chargeAfterResponse<Req, Res>(
     [],
     (err: unknown) => report(logger, err),
   );
+}
+
+/**
+ * Spends `units` more of a request's budgets now, where its up-front units went (its own window
+ * or its policy's, then each of its IPv6 networks): a handler's `charge(req, units)` (docs/design.md#charge-after).
+ * Answers the units spent in the request's own budget (fewer when fewer were left).
+ */
+export async function chargeRequest<Req>(
+  { limiter, policyOf, networks }: RequestLimiters<Req>,
+  key: string,
+  units: number,
+  req: Req,
+  raw: RawRequest,
+): Promise<number> {
+  if (typeof limiter.charge !== 'function')
+    throw new TypeError(
+      'Portcullis: charge(req, units) spends through the limiter\'s charge(key, cost), which the "limiter" given lacks (a createWindowLimiter has it)',
+    );
+  const nets = networks?.keysOf(raw);
+  if (networks !== undefined && nets !== undefined) {
+    const own = await limiter.charge(key, units);
+    for (let i = 0; i < nets.length; i++)
+      await (networks.limiters[i] as WindowLimiter).charge(nets[i] as string, units);
+    return own;
+  }
+  if (policyOf === undefined) return limiter.charge(key, units);
+  const p = await policyOf(req);
+  return p.limiter.charge(p.prefix + key, units);
 }

@@ -12,6 +12,8 @@ import { releaseSiblings } from './browser-budget.js';
 import type { PerRequest } from './policies.js';
 import { requestDenied, requestResult } from './refusals.js';
 import { Refunds } from './request-refunds.js';
+import { chargeRequest } from './request-charges.js';
+import { checkCost } from '../window-limiter.js';
 import { requestSpender } from './request-spend.js';
 import { checkKey, requestAddress, requestKeyer } from './request-keys.js';
 import { accessCheck, accessFirst, denial } from './access-gate.js';
@@ -128,6 +130,14 @@ export interface RequestGate<Req, Res = unknown> {
   /** Stops the timers of the store the gate built (a store you passed is yours to close). */
   close(): MaybePromise<void>;
   /**
+   * Spends `units` more of the request's budgets now (docs/design.md#charge-after), where its
+   * up-front units went: for a handler that learns what it cost before the response ends. A
+   * request the gate did not count (`skip`, an access rule) is charged nothing. Resolves to the
+   * units spent in its own budget (what was left, when fewer were).
+   * @throws {RangeError} `ERR_PORTCULLIS_COST` for units that are not a non-negative integer
+   */
+  charge(raw: RawRequest, req: Req, units: number): Promise<number>;
+  /**
    * Changes the numbers in force (see `WindowLimiter.reconfigure`); counts are kept and the
    * headers advertise the new policy from the next request. Not for per-request policies.
    */
@@ -211,6 +221,15 @@ export function createRequestGate<Req, Res = unknown>(
 
   return {
     run: (raw: RawRequest, req: Req) => run(raw, req),
+    async charge(raw: RawRequest, req: Req, units: number): Promise<number> {
+      if (units !== 0) checkCost(units);
+      if (access !== undefined && (await access.check(raw, req)) !== undefined) return 0;
+      if (skipFn !== undefined && (await skipFn(req))) return 0;
+      const key = checkKey(
+        keyFn === undefined ? defaultKey(raw) : await keyFn(req, defaultKey(raw)),
+      );
+      return units === 0 ? 0 : chargeRequest(limiters, key, units, req, raw);
+    },
     limiter,
     reconfigure: (partial: WindowLimiterReconfig) => limiter.reconfigure(partial),
     tracksOutcome: refunds.tracks,

@@ -14,8 +14,8 @@ const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.
 const PROGRAM_HELP = [
   'Usage: portcullis <command> [options]',
   '',
-  'See and act on the lockouts of a Portcullis failure limiter whose store is Redis',
-  '(RedisStore).',
+  'See and act on the lockouts of a Portcullis failure limiter, and on its access',
+  'lists, whose store is Redis (RedisStore).',
   '',
   'Options:',
   '  -V, --version               print the version',
@@ -27,6 +27,13 @@ const PROGRAM_HELP = [
   '                              forget its failures',
   '  ban [options] <subject>     lock a client out by hand: refused like an earned',
   '                              lockout, listed as layer ban',
+  '  access [options]            list the allow and deny rules in force, denies',
+  '                              first',
+  '  allow [options] <subject>   let a subject through the rate limits (not the',
+  '                              auth lockout), in every process',
+  '  deny [options] <subject>    refuse every request of a subject (403 with the',
+  '                              reason), in every process',
+  '  unlist [options] <subject>  remove the allow or deny rule of a subject',
   '  help [command]              display help for command',
   '',
   'Exit codes: 0 done, 1 Redis failed (the reason is printed), 2 bad usage.',
@@ -35,6 +42,9 @@ const PROGRAM_HELP = [
   '  portcullis lockouts --redis redis://:secret@10.0.0.5:6379',
   '  portcullis unlock 203.0.113.7',
   '  portcullis ban 203.0.113.7 --for 1h --scope device-token',
+  "  portcullis deny 198.51.100.0/24 --reason 'scraping' --for 7d",
+  '  portcullis allow account:ops',
+  '  portcullis access --json',
 ];
 
 const TARGET_HELP = [

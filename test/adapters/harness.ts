@@ -21,7 +21,7 @@ import * as ph from '@portcullis/hono';
 import * as pk from '@portcullis/koa';
 import express5 from 'express';
 import express4 from 'express4';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import Koa3, { type Middleware } from 'koa';
 import Koa2 from 'koa2';
@@ -47,7 +47,8 @@ export interface AppSpec {
   readonly concurrency?: ConcurrencyGateOptions<AnyRequest>;
   /**
    * The /limited handler charges this many units through its `rateLimit`'s `charge(req, units)`
-   * before it answers, and answers what was spent as `charged` (Fastify: the hooks mount only).
+   * before it answers, and answers what was spent as `charged` (the Fastify plugin's route through
+   * `request.chargeRateLimit`).
    */
   readonly charge?: (req: AnyRequest) => number;
 }
@@ -328,8 +329,16 @@ function fastifyFramework(
             reply: { code(n: number): unknown },
           ) => {
             if (request.headers['x-hang'] !== undefined) return new Promise(() => {});
+            const units = spec.charge?.(request);
+            // The plugin's routes charge through the request (request.chargeRateLimit).
             const charged =
-              spec.charge && (await settled(own?.charge(request as never, spec.charge(request))));
+              units === undefined
+                ? undefined
+                : await settled(
+                    own === undefined
+                      ? (request as unknown as FastifyRequest).chargeRateLimit(units)
+                      : own.charge(request as never, units),
+                  );
             reply.code(statusOf(request));
             return { decision: request.rateLimit ?? null, charged };
           };

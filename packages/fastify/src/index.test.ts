@@ -1,6 +1,6 @@
 import { createWindowLimiter, PortcullisConfigError } from '@portcullis/core';
 import { type ManualClock, manualClock } from '@portcullis/core/testing';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import portcullis, {
   authGuard,
@@ -137,6 +137,97 @@ describe('the plugin', () => {
     app.get('/doc', { config: { rateLimit: { limit: 2 } } }, async () => 'doc');
     expect(await statuses(app, '/doc', 1, 'HEAD')).toEqual([200]);
     expect(await statuses(app, '/doc', 2)).toEqual([200, 429]);
+  });
+
+  describe('request.chargeRateLimit(units)', () => {
+    const charging = async (request: FastifyRequest) => ({
+      charged: await request.chargeRateLimit(Number(request.headers['x-charge'])),
+    });
+    const remaining = (r: { headers: Record<string, unknown> }) => r.headers['ratelimit'];
+
+    it("spends in the budget of the route's own limit, global or per route", async () => {
+      const app = newApp();
+      await app.register(portcullis, limits(10));
+      app.get('/shared', charging);
+      app.get('/own', { config: { rateLimit: { limit: 5, name: 'own' } } }, charging);
+      const shared = await app.inject({ url: '/shared', headers: { 'x-charge': '4' } });
+      expect([shared.statusCode, shared.json(), remaining(shared)]).toEqual([
+        200,
+        { charged: 4 },
+        '"default";r=9;t=60',
+      ]);
+      // 5 of the shared 10 spent; the route's own budget is untouched by them.
+      const own = await app.inject({ url: '/own', headers: { 'x-charge': '9' } });
+      expect([own.json(), remaining(own)]).toEqual([{ charged: 4 }, '"own";r=4;t=60']);
+      expect((await app.inject({ url: '/own', headers: { 'x-charge': '0' } })).statusCode).toBe(
+        429,
+      );
+      const again = await app.inject({ url: '/shared', headers: { 'x-charge': '0' } });
+      expect([again.statusCode, remaining(again)]).toEqual([200, '"default";r=4;t=60']);
+    });
+
+    it('charges a GET route and its automatic HEAD in their one budget', async () => {
+      const app = newApp();
+      await app.register(portcullis, limits(10));
+      app.get('/doc', { config: { rateLimit: { limit: 6 } } }, async (request, reply) => {
+        await request.chargeRateLimit(2);
+        return reply.send('doc');
+      });
+      expect(await statuses(app, '/doc', 1, 'HEAD')).toEqual([200]);
+      expect(await statuses(app, '/doc', 2)).toEqual([200, 429]);
+    });
+
+    it('spends in both limits when the plugin is registered again in a child context', async () => {
+      const app = newApp();
+      await app.register(portcullis, limits(10));
+      await app.register(async (child) => {
+        await child.register(portcullis, { limit: 4, clock, timers: clock, name: 'inner' });
+        child.get('/both', charging);
+      });
+      // 1 + 9 asked: the inner limit had 3 left, the outer 9: it resolves to the fewer.
+      const r = await app.inject({ url: '/both', headers: { 'x-charge': '9' } });
+      expect([r.statusCode, r.json()]).toEqual([200, { charged: 3 }]);
+      expect((await app.inject({ url: '/both', headers: { 'x-charge': '0' } })).statusCode).toBe(
+        429,
+      );
+    });
+
+    it('rejects ERR_PORTCULLIS_NOT_LIMITED on a route the plugin does not limit', async () => {
+      const app = newApp();
+      await app.register(portcullis, { ...limits(5), global: false });
+      const handler = async (request: { chargeRateLimit(n: number): Promise<number> }) =>
+        request.chargeRateLimit(1).then(
+          (n) => ({ charged: n }),
+          (e: Error & { code?: string }) => ({ code: e.code, message: e.message }),
+        );
+      app.get('/open', handler);
+      app.get('/off', { config: { rateLimit: false } }, handler);
+      expect((await app.inject('/open')).json()).toEqual({
+        code: 'ERR_PORTCULLIS_NOT_LIMITED',
+        message:
+          'portcullis: request.chargeRateLimit() on GET /open, a route the plugin does not limit',
+      });
+      expect((await app.inject('/off')).json()).toMatchObject({
+        code: 'ERR_PORTCULLIS_NOT_LIMITED',
+      });
+    });
+
+    it('rejects units that are not a non-negative integer, spending nothing', async () => {
+      const app = newApp();
+      await app.register(portcullis, limits(10));
+      app.get('/x', async (request) =>
+        request
+          .chargeRateLimit(Number(request.headers['x-charge']))
+          .catch((e: Error & { code?: string }) => ({ code: e.code })),
+      );
+      for (const bad of ['-1', '2.5', 'NaN'])
+        expect((await app.inject({ url: '/x', headers: { 'x-charge': bad } })).json()).toEqual({
+          code: 'ERR_PORTCULLIS_COST',
+        });
+      expect(remaining(await app.inject({ url: '/x', headers: { 'x-charge': '0' } }))).toBe(
+        '"default";r=6;t=60',
+      );
+    });
   });
 
   it('config.concurrency: at most max of the route in flight per client, GET and HEAD together', async () => {

@@ -12,6 +12,14 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The `rateLimit` decision for this request (absent when skipped or the route is not limited). */
     rateLimit?: Decision;
+    /**
+     * Spends `units` more of this request's budget now, in the limiter the plugin put on its route
+     * (docs/design.md#charge-after), and resolves to the units spent (what is left, when fewer
+     * are). A request the limiter did not count (`skip`, an access rule) is charged nothing.
+     * Rejects with a RangeError `ERR_PORTCULLIS_COST` for units that are not a non-negative
+     * integer, and with `ERR_PORTCULLIS_NOT_LIMITED` on a route the plugin does not limit.
+     */
+    chargeRateLimit(units: number): Promise<number>;
   }
 }
 

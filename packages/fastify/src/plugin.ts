@@ -11,6 +11,7 @@ import type {
 import fp from 'fastify-plugin';
 import { createRateLimitHook } from './hooks.js';
 import type { ConcurrencyOptions, RateLimitOptions } from './options.js';
+import { chargeRateLimit, withCharge } from './route-charge.js';
 import { RouteConcurrency } from './route-concurrency.js';
 
 declare module 'fastify' {
@@ -113,13 +114,11 @@ function portcullisPlugin(
   // A GET route and its automatic HEAD twin share one options object and one URL: one gate.
   const perRoute = new WeakMap<object, Map<string, Hook>>();
 
-  function hookFor(
-    route: RouteOptions,
-  ): { handler: onRequestHookHandler; hook: LimitHook } | undefined {
+  function hookFor(route: RouteOptions): { limit: Hook['hook']; hook: LimitHook } | undefined {
     const config: unknown = route.config?.rateLimit;
     if (config === false) return undefined;
     if (config === undefined)
-      return limitAll ? { handler: shared.hook, hook: globalHook } : undefined;
+      return limitAll ? { limit: shared.hook, hook: globalHook } : undefined;
     if (!isOptionsObject(config)) {
       throw new PortcullisConfigError(
         'ERR_PORTCULLIS_RATE_LIMIT',
@@ -141,10 +140,12 @@ function portcullisPlugin(
       built = build({ ...globals, ...routeOptions });
       byUrl.set(route.url, built);
     }
-    return { handler: built.hook, hook };
+    return { limit: built.hook, hook };
   }
 
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  if (!fastify.hasRequestDecorator('chargeRateLimit'))
+    fastify.decorateRequest('chargeRateLimit', chargeRateLimit);
   const slots = new RouteConcurrency();
   fastify.addHook('onRoute', function portcullisOnRoute(route: RouteOptions): void {
     const hooks = route as unknown as Record<LimitHook, unknown>;
@@ -153,7 +154,9 @@ function portcullisPlugin(
     if (held !== undefined) hooks.onRequest = [held, ...listOf(hooks.onRequest)];
     const found = hookFor(route);
     if (found === undefined) return;
-    const { handler, hook } = found;
+    const { limit, hook } = found;
+    const handler: onRequestHookHandler = limit;
+    route.config = withCharge(route.config, limit.charge) as NonNullable<typeof route.config>;
     const fn: unknown =
       hook === 'preParsing'
         ? function portcullisPreParsing(
@@ -185,8 +188,8 @@ function portcullisPlugin(
 /**
  * The Portcullis Fastify plugin: `rateLimit` on every route registered after it (sharing one
  * bucket per client), per-route `config.rateLimit` options merged over the plugin's (one gate per
- * route, built when the route is added), `config.rateLimit: false` to opt a route out, and
- * `request.rateLimit` decorated.
+ * route, built when the route is added), `config.rateLimit: false` to opt a route out,
+ * `request.rateLimit` decorated, and `request.chargeRateLimit(units)` to spend more from a handler.
  * @throws {PortcullisConfigError} (as a registration error) for a wrong or unknown option
  */
 export const portcullis: FastifyPluginCallback<PortcullisPluginOptions> = fp(portcullisPlugin, {

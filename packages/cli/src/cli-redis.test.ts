@@ -6,6 +6,7 @@
 // limiter's own listings before and after the run.
 import { randomBytes } from 'node:crypto';
 import { createFailureLimiter, type FailureLimiter, type LockoutInfo } from '@portcullis/core';
+import { createAuthGate } from '@portcullis/core/adapter';
 import { RedisStore } from '@portcullis/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -356,6 +357,38 @@ describe('portcullis against Redis', () => {
       stderr: [],
     });
     expect((await admin.check('198.51.100.40')).reason).toBe('allowed');
+  });
+
+  it("--name auth-ipv6-48 lists and unlocks an IPv6 network's lockout (exit 0)", async () => {
+    // The auth gate's ipv6Networks budgets are failure limiters named <name>-ipv6-<prefix>, keyed
+    // by the network as ipv6Networks spells it: 6 failures from 6 clients of a /48 lock it out.
+    const gate = createAuthGate(
+      { store, ipv6Networks: [{ prefix: 48, factor: 2 }], maxAttempts: 3 },
+      { where: 'cli test', needsVerify: false },
+    );
+    const raw = (i: number) => ({ socket: { remoteAddress: `2001:db8:7:${i}::1` }, headers: {} });
+    for (let i = 0; i < 6; i++) await gate.decide(raw(i), 'invalid');
+    const refused = await gate.decide(raw(9), 'invalid');
+    expect([refused.ok, refused.decision?.key]).toEqual([false, '2001:db8:7::/48']);
+    const listed = await portcullis('lockouts', '--name', 'auth-ipv6-48', '--json', ...target());
+    expect([
+      listed.code,
+      listed.stdout.map((line) => {
+        const l = JSON.parse(line);
+        return [l.scope, l.key, l.layer];
+      }),
+    ]).toEqual([0, [['default', '2001:db8:7::/48', 'client']]]);
+    expect(
+      await unlocked(':default:2001:db8:7::/48', () =>
+        portcullis('unlock', '2001:db8:7::/48', '--name', 'auth-ipv6-48', ...target()),
+      ),
+    ).toEqual({
+      code: 0,
+      stdout: [`unlocked 2001:db8:7::/48 (limiter auth-ipv6-48, prefix ${prefix}, scope default)`],
+      stderr: [],
+    });
+    expect((await gate.decide(raw(9), 'ok')).ok).toBe(true);
+    await gate.close();
   });
 
   it('a key with terminal controls is shown escaped in the table, as JSON escapes it (exit 0)', async () => {

@@ -1,95 +1,72 @@
 import type { TrustRule } from './store.js';
 
-/**
- * A doubly linked list threaded through its items (`prev`/`next` fields named by the list): a
- * move to the end is four pointer writes, where a Map's delete and re-insert hashes twice and
- * leaves a hole for a rehash to sweep (a refresh of a trust moves it in three orders at once).
- */
-class Chain<T extends object> {
-  first: T | undefined = undefined;
-  last: T | undefined = undefined;
-  length = 0;
-  constructor(
-    private readonly prevOf: (item: T) => T | undefined,
-    private readonly nextOf: (item: T) => T | undefined,
-    private readonly link: (item: T, prev: T | undefined, next: T | undefined) => void,
-  ) {}
+/** One item's place in one ordered list (an item in three lists has three links). */
+class Link<T> {
+  prev: Link<T> | undefined = undefined;
+  next: Link<T> | undefined = undefined;
+  constructor(readonly item: T) {}
+}
 
-  push(item: T): void {
-    this.link(item, this.last, undefined);
-    if (this.last === undefined) this.first = item;
-    else this.link(this.last, this.prevOf(this.last), item);
-    this.last = item;
+/**
+ * A doubly linked list of links: a move to the end is four pointer writes, where a Map's delete
+ * and re-insert hashes twice and leaves a hole for a rehash to sweep (a refresh of a trust moves
+ * it in three orders at once). The links are objects of one class, so that every list's calls
+ * stay monomorphic: links named by accessor functions per list made each call a dispatch.
+ */
+class Chain<T> {
+  first: Link<T> | undefined = undefined;
+  last: Link<T> | undefined = undefined;
+  length = 0;
+
+  push(link: Link<T>): void {
+    const last = this.last;
+    link.prev = last;
+    link.next = undefined;
+    if (last === undefined) this.first = link;
+    else last.next = link;
+    this.last = link;
     this.length++;
   }
 
-  remove(item: T): void {
-    const prev = this.prevOf(item);
-    const next = this.nextOf(item);
+  remove(link: Link<T>): void {
+    const { prev, next } = link;
     if (prev === undefined) this.first = next;
-    else this.link(prev, this.prevOf(prev), next);
+    else prev.next = next;
     if (next === undefined) this.last = prev;
-    else this.link(next, prev, this.nextOf(next));
-    this.link(item, undefined, undefined);
+    else next.prev = prev;
+    link.prev = undefined;
+    link.next = undefined;
     this.length--;
   }
 
-  toEnd(item: T): void {
-    if (this.last === item) return;
-    this.remove(item);
-    this.push(item);
+  toEnd(link: Link<T>): void {
+    if (this.last === link) return;
+    this.remove(link);
+    this.push(link);
   }
 }
 
 /** One trust: a member (client key) of a group (an account), and when it was last earned. */
-interface Trust {
-  readonly group: Group;
-  readonly member: string;
-  /** The store's time of its latest success. */
-  at: number;
-  /** Neighbours in the table's order and in its group's (least recently earned first). */
-  prev: Trust | undefined;
-  next: Trust | undefined;
-  gprev: Trust | undefined;
-  gnext: Trust | undefined;
+class Trust {
+  /** Its places in the table's order and in its group's (least recently earned first). */
+  readonly inTable = new Link<Trust>(this);
+  readonly inGroup = new Link<Trust>(this);
+  constructor(
+    readonly group: Group,
+    readonly member: string,
+    /** The store's time of its latest success. */
+    public at: number,
+  ) {}
 }
 
-interface Group {
-  readonly name: string;
-  readonly byMember: Map<string, Trust>;
-  readonly trusts: Chain<Trust>;
-  /** Neighbours among the groups of its size (the one changed longest ago first). */
-  prev: Group | undefined;
-  next: Group | undefined;
+/** A group's trusts, by member and least recently earned first. */
+class Group {
+  readonly byMember = new Map<string, Trust>();
+  readonly trusts = new Chain<Trust>();
+  /** Its place among the groups of its size (the one changed longest ago first). */
+  readonly inSize = new Link<Group>(this);
+  constructor(readonly name: string) {}
 }
-
-const tableChain = () =>
-  new Chain<Trust>(
-    (t) => t.prev,
-    (t) => t.next,
-    (t, p, n) => {
-      t.prev = p;
-      t.next = n;
-    },
-  );
-const groupChain = () =>
-  new Chain<Trust>(
-    (t) => t.gprev,
-    (t) => t.gnext,
-    (t, p, n) => {
-      t.gprev = p;
-      t.gnext = n;
-    },
-  );
-const sizeChain = () =>
-  new Chain<Group>(
-    (g) => g.prev,
-    (g) => g.next,
-    (g, p, n) => {
-      g.prev = p;
-      g.next = n;
-    },
-  );
 
 /**
  * One trust table of the memory store (see `Store.trust`): which members (client keys) earned
@@ -109,7 +86,7 @@ const sizeChain = () =>
 export class TrustTable {
   readonly #groups = new Map<string, Group>();
   /** Every trust, least recently earned first: expiry reads from the front. */
-  readonly #order = tableChain();
+  readonly #order = new Chain<Trust>();
   /** The groups by their number of trusts, each chain ordered by its groups' latest change. */
   readonly #bySize = new Map<number, Chain<Group>>();
   #largest = 0;
@@ -129,13 +106,13 @@ export class TrustTable {
     if (g !== undefined && known !== undefined) {
       // A refresh: latest in its group, in the table and among the groups of its size.
       known.at = now;
-      g.trusts.toEnd(known);
-      this.#order.toEnd(known);
-      this.#bySize.get(g.trusts.length)?.toEnd(g);
+      g.trusts.toEnd(known.inGroup);
+      this.#order.toEnd(known.inTable);
+      this.#bySize.get(g.trusts.length)?.toEnd(g.inSize);
       return;
     }
-    for (let t = this.#order.first; t !== undefined && !live(t, now, rule); t = this.#order.first)
-      this.#forget(t);
+    for (let t = this.#order.first?.item; t !== undefined && !live(t, now, rule); )
+      t = this.#forget(t);
     while (this.#order.length >= rule.maxTrusted) {
       g = this.#groups.get(group);
       const own = g?.trusts.length ?? 0;
@@ -144,44 +121,33 @@ export class TrustTable {
       const from =
         g !== undefined && own > 0 && own >= this.#largest
           ? g
-          : this.#bySize.get(this.#largest)?.first;
-      const victim = from?.trusts.first;
+          : this.#bySize.get(this.#largest)?.first?.item;
+      const victim = from?.trusts.first?.item;
       if (victim === undefined) break;
       this.#forget(victim);
     }
     g = this.#groups.get(group);
     if (g === undefined) {
-      g = {
-        name: group,
-        byMember: new Map(),
-        trusts: groupChain(),
-        prev: undefined,
-        next: undefined,
-      };
+      g = new Group(group);
       this.#groups.set(group, g);
     }
-    const t: Trust = {
-      group: g,
-      member,
-      at: now,
-      prev: undefined,
-      next: undefined,
-      gprev: undefined,
-      gnext: undefined,
-    };
+    const t = new Trust(g, member, now);
     g.byMember.set(member, t);
-    g.trusts.push(t);
-    this.#order.push(t);
+    g.trusts.push(t.inGroup);
+    this.#order.push(t.inTable);
     this.#resize(g, g.trusts.length - 1);
   }
 
-  #forget(t: Trust): void {
+  /** Forgets `t`; returns the trust that is now the table's oldest. */
+  #forget(t: Trust): Trust | undefined {
     const g = t.group;
-    if (!g.byMember.delete(t.member)) return;
-    g.trusts.remove(t);
-    this.#order.remove(t);
-    this.#resize(g, g.trusts.length + 1);
-    if (g.trusts.length === 0) this.#groups.delete(g.name);
+    if (g.byMember.delete(t.member)) {
+      g.trusts.remove(t.inGroup);
+      this.#order.remove(t.inTable);
+      this.#resize(g, g.trusts.length + 1);
+      if (g.trusts.length === 0) this.#groups.delete(g.name);
+    }
+    return this.#order.first?.item;
   }
 
   /** `g` holds `g.trusts.length` trusts now, `from` before; it goes last among its new size. */
@@ -190,17 +156,17 @@ export class TrustTable {
     if (from > 0) {
       const chain = this.#bySize.get(from);
       if (chain !== undefined) {
-        chain.remove(g);
+        chain.remove(g.inSize);
         if (chain.length === 0) this.#bySize.delete(from);
       }
     }
     if (to > 0) {
       let chain = this.#bySize.get(to);
       if (chain === undefined) {
-        chain = sizeChain();
+        chain = new Chain<Group>();
         this.#bySize.set(to, chain);
       }
-      chain.push(g);
+      chain.push(g.inSize);
     }
     if (to > this.#largest) this.#largest = to;
     else if (from === this.#largest && !this.#bySize.has(from)) this.#largest = to;

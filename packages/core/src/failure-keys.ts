@@ -14,6 +14,14 @@ export interface ResolvedSubject {
   exempt: boolean;
 }
 
+/**
+ * The layers whose limiters keep their keys in tables of a memory store they share with the other
+ * layers (the auth gate's own sibling of the client store, which nothing else reaches): a table
+ * named `<name>:<scope>` holds what `<name>:<scope>:<subject>` keys would, listed the same, without
+ * a key string built and hashed per call.
+ */
+const TABLED_LAYERS: ReadonlySet<string> = new Set(['pair', 'account', 'spray', 'scope']);
+
 /** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
 const uncounted = new WeakSet<Decision>();
 
@@ -52,7 +60,10 @@ export class FailureKeys {
     this.store = setup.store;
     this.reports = reports;
     this.rule = failureRule(setup.config, setup.escalate);
-    this.#memory = setup.own && setup.store instanceof MemoryStore ? setup.store : undefined;
+    this.#memory =
+      setup.store instanceof MemoryStore && (setup.own || TABLED_LAYERS.has(setup.earned))
+        ? setup.store
+        : undefined;
   }
 
   /** The key and exemption `subject` is counted under (what every decision's `key` shows). */
@@ -78,7 +89,7 @@ export class FailureKeys {
   tableOf(scope: string): FailureTable | undefined {
     if (this.#memory === undefined) return undefined;
     if (scope !== this.#lastScope) {
-      this.#lastTable = this.#memory.failureTable(scope);
+      this.#lastTable = this.#memory.failureTable(this.setup.namespace + scope);
       this.#lastScope = scope;
     }
     return this.#lastTable;
@@ -127,6 +138,9 @@ export class FailureKeys {
 
   recordDistinct(s: ResolvedSubject, member: string, sc: string): MaybePromise<Decision> {
     if (s.exempt) return this.exempt(s.key);
+    const t = this.tableOf(sc);
+    if (t !== undefined)
+      return this.afterFailure(sc, s.key, t.recordDistinct(s.key, member, this.rule));
     const distinct = this.distinctOf();
     const d = distinct.call(this.store, this.storeKey(sc, s.key), member, this.rule);
     return mapMaybe(d, (r) => this.afterFailure(sc, s.key, r));

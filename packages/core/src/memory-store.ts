@@ -39,7 +39,7 @@ export interface MemoryStoreOptions {
  */
 export type FailureTable = Pick<
   MemoryStore,
-  'checkFailures' | 'recordFailure' | 'recordSuccess' | 'delete' | 'ban'
+  'checkFailures' | 'recordFailure' | 'recordSuccess' | 'recordDistinct' | 'delete' | 'ban'
 >;
 
 const memoryStoreSpec = {
@@ -256,6 +256,8 @@ export class MemoryStore implements store.Store {
       checkFailures: (key, rule) => failures.check(table, key, rule, this.#now()),
       recordFailure: (key, rule) => failures.record(table, prefix, key, rule, this.#now()),
       recordSuccess: (key, rule) => failures.success(table, key, rule, this.#now()),
+      recordDistinct: (key, member, rule) =>
+        failures.record(table, prefix, key, rule, this.#now(), member),
       ban: (key, rule, ms) => failures.ban(table, prefix, key, rule, ms, this.#now()),
       delete: (key) => {
         const slot = table.get(key);

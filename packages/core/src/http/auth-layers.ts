@@ -7,6 +7,7 @@ import {
   refusedUncounted,
 } from '../failure-limiter.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
+import { MemoryStore } from '../memory-store.js';
 import type { Store, TrustRule } from '../store.js';
 import { type Step, StoreStep, runSteps } from '../store-batch.js';
 import type { AuthLayerOptions } from './auth-layer-options.js';
@@ -54,6 +55,8 @@ export class AuthLayers {
   readonly #report: LockoutReport | undefined;
   readonly #unwatch: (() => void)[] = [];
   readonly #store: Store;
+  /** The layers' store when it is a memory store (its calls answer at once). */
+  readonly #memory: MemoryStore | undefined;
   readonly #table: string;
   readonly #scopeTable: string;
   readonly #tableNames = new Map<string, readonly [string, string]>();
@@ -65,6 +68,7 @@ export class AuthLayers {
     const name = client.config.name;
     const store = siblingOf(client.store, 'layers');
     this.#store = store;
+    this.#memory = store instanceof MemoryStore ? store : undefined;
     // Account trust and scope trust are two tables: in one, the scope's group (every trusted
     // client) would always be the largest and give its trusts first to any account's new one.
     this.#table = `${name}.trust:`;
@@ -189,7 +193,9 @@ export class AuthLayers {
   }
 
   /** Whether `client` holds a trust of `group` (an account's key, or `s`) in `table`. */
-  #trusted(table: string, client: string, group: string): StoreStep<boolean[]> {
+  #trusted(table: string, client: string, group: string): Step<boolean[]> {
+    if (this.#memory !== undefined)
+      return this.#memory.trusted(table, client, [group], this.#trust);
     return new StoreStep(
       this.#store,
       {
@@ -274,7 +280,13 @@ export class AuthLayers {
   }
 
   /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */
-  #earn(table: string, group: string, client: string): StoreStep<undefined> {
+  #earn(table: string, group: string, client: string): Step<undefined> {
+    // In memory the call is made at once: nothing to batch, and a step per trust cost more than
+    // the trust itself.
+    if (this.#memory !== undefined) {
+      this.#memory.trust(table, group, client, this.#trust);
+      return undefined;
+    }
     return new StoreStep(
       this.#store,
       { op: 'trust', table, group, member: client, rule: this.#trust },

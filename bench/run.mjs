@@ -15,6 +15,7 @@ const benches = [
   { name: 'http', script: join(here, 'http/run.mjs'), node: [] },
   { name: 'ws', script: join(here, 'ws/run.mjs'), node: [] },
   { name: 'redis', script: join(here, 'redis/run.mjs'), node: [], optional: true },
+  { name: 'redis-login', script: join(here, 'redis/login-commands.mjs'), node: [], optional: true },
 ];
 
 /** Where every benchmark writes its SVG chart (bench/chart.mjs); `0` writes none. */

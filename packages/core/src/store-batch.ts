@@ -74,6 +74,20 @@ export type Step<T> = MaybePromise<T> | StoreStep<T>;
  * @internal for the auth gate
  */
 export function runSteps(steps: readonly Step<unknown>[]): MaybePromise<unknown[]> {
+  // In memory every step answered already (private tables, direct calls): nothing to group.
+  let calls = false;
+  let pending = false;
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (step instanceof StoreStep) calls = true;
+    else if (isPromise(step)) pending = true;
+  }
+  if (!calls) return pending ? Promise.all(steps) : (steps as unknown[]);
+  return batchSteps(steps);
+}
+
+/** {@link runSteps} with store calls among the steps: one batch per store. */
+function batchSteps(steps: readonly Step<unknown>[]): MaybePromise<unknown[]> {
   const stores: Store[] = [];
   const calls: StoreCall[][] = [];
   for (let i = 0; i < steps.length; i++) {

@@ -138,19 +138,18 @@ export class AuthLayers {
       // An escalating pair may hold no failures but the step of its last lockout, which a success
       // must forget too: the check cannot show it, so a success then always clears the pair.
       const pairFailures = p.allowed && (p.remaining < p.limit || l.pair?.escalate !== undefined);
-      const hard = worst([
-        [p, 'pair'],
-        [spray, 'spray'],
-      ]);
+      const hard = worst(p, 'pair', spray, 'spray');
       if (hard !== undefined || (a.allowed && sc.allowed))
         return { base: baseAnswers, refused: hard, pairFailures };
       const soft = (trust: readonly unknown[]): LayerCheck => {
         const forAccount = (trust[0] as readonly boolean[])[0] === true;
         const inScope = (trust[1] as readonly boolean[])[0] === true;
-        const refused = worst([
-          [a.allowed || forAccount ? OPEN : a, 'account'],
-          [sc.allowed || inScope || forAccount ? OPEN : sc, 'scope'],
-        ]);
+        const refused = worst(
+          a.allowed || forAccount ? OPEN : a,
+          'account',
+          sc.allowed || inScope || forAccount ? OPEN : sc,
+          'scope',
+        );
         return { base: baseAnswers, refused, pairFailures };
       };
       // Trust is read only now (under attack), from the tables a refusal depends on: an attack
@@ -239,10 +238,12 @@ export class AuthLayers {
       const n = base.length;
       return {
         base: answers.slice(0, n) as Decision[],
-        raced: worst([
-          [raced(answers[n] as Decision), 'pair'],
-          [raced(answers[n + 1] as Decision), 'spray'],
-        ]),
+        raced: worst(
+          raced(answers[n] as Decision),
+          'pair',
+          raced(answers[n + 1] as Decision),
+          'spray',
+        ),
       };
     });
   }
@@ -325,10 +326,16 @@ function raced(d: Decision): Decision {
   return refusedUncounted(d) && d.reason === 'locked' ? d : OPEN;
 }
 
-/** The refusal that waits longest among layer answers, marked with its layer. */
-function worst(answers: readonly [Decision, AuthLayer][]): Decision | undefined {
-  let out: [Decision, AuthLayer] | undefined;
-  for (const a of answers)
-    if (!a[0].allowed && (out === undefined || a[0].retryAfterMs > out[0].retryAfterMs)) out = a;
-  return out === undefined ? undefined : withLayer(out[0], out[1]);
+/**
+ * The refusal of two layer answers that waits longer (the first on a tie), marked with its layer.
+ * Two arguments, not a list: this runs on every layered login.
+ */
+function worst(
+  a: Decision,
+  layerA: AuthLayer,
+  b: Decision,
+  layerB: AuthLayer,
+): Decision | undefined {
+  if (!b.allowed && (a.allowed || b.retryAfterMs > a.retryAfterMs)) return withLayer(b, layerB);
+  return a.allowed ? undefined : withLayer(a, layerA);
 }

@@ -227,11 +227,24 @@ export class MemoryStore implements store.Store {
    * all read the clock's time as of the batch's start, as one script on a shared store does.
    */
   batch(calls: readonly store.StoreCall[]): store.StoreAnswer[] {
-    this.#pinned = this.#now();
-    try {
+    return this.atOnce(() => {
       const out: store.StoreAnswer[] = [];
       for (const c of calls) out.push(callStore(this, c) as store.StoreAnswer);
       return out;
+    });
+  }
+
+  /**
+   * Runs `fn` with every call of this store (and of its failure tables) reading one time, the
+   * clock's as of the start: what one script on a shared store reads, at one clock read instead of
+   * one per call. Nested calls keep the outer time.
+   * @internal for the auth gate's layers
+   */
+  atOnce<T>(fn: () => T): T {
+    if (this.#pinned !== undefined) return fn();
+    this.#pinned = this.#now();
+    try {
+      return fn();
     } finally {
       this.#pinned = undefined;
     }

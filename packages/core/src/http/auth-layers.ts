@@ -115,15 +115,17 @@ export class AuthLayers {
     const l = this.#l;
     const withAccount = account !== undefined;
     const steps: Step<unknown>[] = base.slice();
-    steps.push(
-      withAccount && l.pair !== undefined
-        ? limiterStep(l.pair, 'check', `${client}\u0000${account}`, scope)
-        : OPEN,
-      withAccount && l.spray !== undefined ? limiterStep(l.spray, 'check', client, scope) : OPEN,
-      withAccount && l.account !== undefined
-        ? limiterStep(l.account, 'check', account, scope)
-        : OPEN,
-      l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
+    this.#atOnce(() =>
+      steps.push(
+        withAccount && l.pair !== undefined
+          ? limiterStep(l.pair, 'check', `${client}\u0000${account}`, scope)
+          : OPEN,
+        withAccount && l.spray !== undefined ? limiterStep(l.spray, 'check', client, scope) : OPEN,
+        withAccount && l.account !== undefined
+          ? limiterStep(l.account, 'check', account, scope)
+          : OPEN,
+        l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
+      ),
     );
     return mapMaybe(runSteps(steps), (answers): MaybePromise<LayerCheck> => {
       const n = base.length;
@@ -221,19 +223,21 @@ export class AuthLayers {
   ): MaybePromise<LayerCount> {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const steps: Step<unknown>[] = [
-      ...base,
-      withAccount && l.pair !== undefined
-        ? limiterStep(l.pair, 'recordFailure', `${client}\u0000${account}`, scope)
-        : OPEN,
-      withAccount && l.spray !== undefined
-        ? limiterStep(l.spray, 'recordDistinct', client, scope, account)
-        : OPEN,
-      withAccount && l.account !== undefined
-        ? limiterStep(l.account, 'recordFailure', account, scope)
-        : OPEN,
-      l.scope !== undefined ? limiterStep(l.scope, 'recordFailure', '*', scope) : OPEN,
-    ];
+    const steps: Step<unknown>[] = base.slice();
+    this.#atOnce(() =>
+      steps.push(
+        withAccount && l.pair !== undefined
+          ? limiterStep(l.pair, 'recordFailure', `${client}\u0000${account}`, scope)
+          : OPEN,
+        withAccount && l.spray !== undefined
+          ? limiterStep(l.spray, 'recordDistinct', client, scope, account)
+          : OPEN,
+        withAccount && l.account !== undefined
+          ? limiterStep(l.account, 'recordFailure', account, scope)
+          : OPEN,
+        l.scope !== undefined ? limiterStep(l.scope, 'recordFailure', '*', scope) : OPEN,
+      ),
+    );
     return mapMaybe(runSteps(steps), (answers): LayerCount => {
       const n = base.length;
       return {
@@ -262,14 +266,16 @@ export class AuthLayers {
   ): MaybePromise<LayerCount> {
     const l = this.#l;
     const [accountTable, scopeTable] = this.#tables(scope);
-    const steps: Step<unknown>[] = [
-      ...base,
-      account !== undefined && pairFailures && l.pair !== undefined
-        ? limiterStep(l.pair, 'recordSuccess', `${client}\u0000${account}`, scope)
-        : OPEN,
-      this.#earn(scopeTable, 's', client),
-    ];
-    if (account !== undefined) steps.push(this.#earn(accountTable, account, client));
+    const steps: Step<unknown>[] = base.slice();
+    this.#atOnce(() => {
+      steps.push(
+        account !== undefined && pairFailures && l.pair !== undefined
+          ? limiterStep(l.pair, 'recordSuccess', `${client}\u0000${account}`, scope)
+          : OPEN,
+        this.#earn(scopeTable, 's', client),
+      );
+      if (account !== undefined) steps.push(this.#earn(accountTable, account, client));
+    });
     return mapMaybe(runSteps(steps), (answers): LayerCount => {
       const n = base.length;
       const p = answers[n] as Decision;
@@ -278,6 +284,15 @@ export class AuthLayers {
         raced: p.allowed ? undefined : withLayer(p, 'pair'),
       };
     });
+  }
+
+  /**
+   * Runs `fn`, which makes this phase's layer calls, at one time of the layers' memory store (one
+   * clock read for the phase, as one script on Redis reads one TIME); elsewhere simply runs it.
+   */
+  #atOnce(fn: () => unknown): void {
+    if (this.#memory === undefined) fn();
+    else this.#memory.atOnce(fn);
   }
 
   /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */

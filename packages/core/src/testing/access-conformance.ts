@@ -1,13 +1,6 @@
 import { expect, it } from 'vitest';
+import type { WithStore } from './with-store.js';
 import type { AccessListing, Store } from '../store.js';
-
-type WithStore = (
-  body: (
-    s: Store,
-    advance: (ms: number) => Promise<void>,
-    rewind: (ms: number) => Promise<void>,
-  ) => Promise<void>,
-) => Promise<void>;
 
 type AccessStore = Required<Pick<Store, 'accessRules' | 'putAccessRule' | 'removeAccessRule'>>;
 

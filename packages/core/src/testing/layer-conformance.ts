@@ -1,16 +1,9 @@
 import { expect, it } from 'vitest';
+import type { WithStore } from './with-store.js';
 import type { Decision } from '../decision.js';
 import { d } from './expected-decision.js';
-import type { FailureRule, Store, StoreCall, TrustRule } from '../store.js';
+import type { FailureRule, StoreCall, TrustRule } from '../store.js';
 import { batchCalls } from '../store-batch.js';
-
-type WithStore = (
-  body: (
-    s: Store,
-    advance: (ms: number) => Promise<void>,
-    rewind: (ms: number) => Promise<void>,
-  ) => Promise<void>,
-) => Promise<void>;
 
 const started = (decision: Decision) => ({ ...decision, lockoutStarted: true });
 

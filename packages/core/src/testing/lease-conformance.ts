@@ -1,13 +1,6 @@
 import { expect, it } from 'vitest';
+import type { WithStore } from './with-store.js';
 import type { LeaseRule, Store, WindowRule } from '../store.js';
-
-type WithStore = (
-  body: (
-    s: Store,
-    advance: (ms: number) => Promise<void>,
-    rewind: (ms: number) => Promise<void>,
-  ) => Promise<void>,
-) => Promise<void>;
 
 const two: LeaseRule = { max: 2, leaseMs: 1000 };
 const one: LeaseRule = { max: 1, leaseMs: 1000 };

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Decision } from '../decision.js';
 import { d } from './expected-decision.js';
 import type { FailureRule, Store, WindowRule } from '../store.js';
+import type { WithStore } from './with-store.js';
 import { layerConformance } from './layer-conformance.js';
 import { leaseConformance } from './lease-conformance.js';
 import { accessConformance } from './access-conformance.js';
@@ -70,13 +71,7 @@ export function describeStoreConformance(
   options: ConformanceOptions = {},
 ): void {
   describe(`${name} store conformance`, () => {
-    async function withStore(
-      body: (
-        s: Store,
-        advance: (ms: number) => Promise<void>,
-        rewind: (ms: number) => Promise<void>,
-      ) => Promise<void>,
-    ): Promise<void> {
+    const withStore: WithStore = async (body) => {
       const h = await factory();
       try {
         await body(
@@ -91,7 +86,7 @@ export function describeStoreConformance(
       } finally {
         await h.teardown?.();
       }
-    }
+    };
 
     it('fixed window: anchored at the first call, refused calls free, reopens exactly at reset', () =>
       withStore(async (s, advance) => {

@@ -22,7 +22,8 @@ export function withCharge(config: object | undefined, charge: RouteCharge): obj
 /** The rejection of a charge on a route no limit of the plugin is on. */
 function notLimited(request: FastifyRequest): Error {
   const error = new Error(
-    `portcullis: request.chargeRateLimit() on ${request.method} ${request.routeOptions.url ?? request.url}, a route the plugin does not limit`,
+    // The route's pattern, never the URL the client sent (the not-found handler has no route).
+    `portcullis: request.chargeRateLimit() on ${request.method} ${request.routeOptions.url ?? '(no route)'}, a route the plugin does not limit`,
   ) as Error & { code: string };
   error.code = 'ERR_PORTCULLIS_NOT_LIMITED';
   return error;

@@ -11,7 +11,14 @@ import {
   withControls,
 } from './controls.js';
 import { knownOutcome, outcomeOnce } from './fetch.js';
-import { controlsOf, type GuardGate, guardMiddleware, named, type Refusal } from './middleware.js';
+import {
+  chargeControl,
+  controlsOf,
+  type GuardGate,
+  guardMiddleware,
+  named,
+  type Refusal,
+} from './middleware.js';
 import type { RequestGate, RequestResult } from './request-gate.js';
 
 /**
@@ -147,8 +154,7 @@ export function fetchRateLimit<A, B, C, Req, Out>(
   // wrapper around allowed()'s promise would cost every request another promise and tick.
   return withControls(runFetchGate(gate, idiom, settle, setup.name), {
     ...controlsOf(gate),
-    charge: (a: A, units: number, b?: B) =>
-      gate.charge(idiom.raw(a, b as B), idiom.req(a, b as B), units),
+    charge: chargeControl(gate, idiom),
   });
 }
 

@@ -95,6 +95,17 @@ export function controlsOf<G extends Controls>(of: G): Pick<G, keyof Controls> {
   return { reconfigure: of.reconfigure, limiter: of.limiter, close: of.close };
 }
 
+/**
+ * The `charge` a `rateLimit` middleware carries (Fetch-style ones too): the request as the adapter
+ * names it, turned into what the gate's `charge` takes.
+ */
+export function chargeControl<A, B, Req>(
+  gate: Pick<RequestGate<Req, never>, 'charge'>,
+  idiom: { raw(a: A, b: B): RawRequest; req(a: A, b: B): Req },
+): ChargeControl<A, [b?: B]>['charge'] {
+  return (a, units, b) => gate.charge(idiom.raw(a, b as B), idiom.req(a, b as B), units);
+}
+
 /** The gate an auth or webhook guard runs (both gates fit). */
 export type GuardGate<Req> = Pick<AuthGate<Req>, 'run' | 'reconfigure' | 'limiter' | 'close'>;
 
@@ -216,7 +227,6 @@ export function rateLimitMiddleware<A, B, C, Req, Res>(
   }
   return withControls(runGate(gate, idiom, settle, setup.name ?? 'portcullisRateLimit'), {
     ...controlsOf(gate),
-    charge: (a: A, units: number, b?: B) =>
-      gate.charge(idiom.raw(a, b as B), idiom.req(a, b as B), units),
+    charge: chargeControl(gate, idiom),
   });
 }

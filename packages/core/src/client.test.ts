@@ -35,7 +35,16 @@ describe('resolveClient', () => {
   });
 
   it('resolves every peer right through the bounded cache of parsed addresses', () => {
-    // More distinct peers than the cache holds (it empties when full), each resolved twice.
+    // IPv4 peers alone fill the cache and then pass it by (a full cache keeps what it holds for
+    // them): every one, and a loopback one among them, still resolves as itself.
+    for (let i = 0; i < 5000; i++) {
+      const v4 = `10.99.${(i >> 8) & 255}.${i & 255}`;
+      expect(resolveClient(req(v4)).ip).toBe(v4);
+    }
+    expect(resolveClient(req('127.0.0.9'))).toMatchObject({ ip: '127.0.0.9', directLocal: true });
+    expect(resolveClient(req('2001:db8::7')).ip).toBe('2001:db8::7');
+    // More distinct peers than the cache holds (an IPv6 spelling empties it when full), each
+    // resolved twice.
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < 5000; i++) {
         const v4 = `10.${(i >> 8) & 255}.${i & 255}.7`;

@@ -1,5 +1,5 @@
 import type { Decision } from './decision.js';
-import type { FailureKeys } from './failure-keys.js';
+import type { FailureKeys, ResolvedSubject } from './failure-keys.js';
 import type { FailureLimiter, Subject } from './failure-limiter.js';
 import { normalizeScope } from './failure-options.js';
 import type { FailureDecision } from './store.js';
@@ -30,9 +30,54 @@ export function limiterStep(
   member?: string,
 ): Step<Decision> {
   const keys = keysOf.get(limiter);
-  if (keys !== undefined) return keyStep(keys, op, subject, scope, member);
+  if (keys !== undefined)
+    return keyStep(keys, op, keys.subjectOf(subject), normalizeScope(scope), member);
   if (op === 'recordDistinct') return limiter.recordDistinct(subject, member ?? '', scope);
   return limiter[op](subject, scope);
+}
+
+/**
+ * One subject of one limiter in one scope, resolved once for the several steps of an attempt (its
+ * check, then its failure or success): an IP parsed once, not once per step.
+ */
+export interface SubjectSteps {
+  /** The key the subject is counted under, and whether it is exempt (see `FailureLimiter.keyOf`). */
+  readonly key: string;
+  readonly exempt: boolean;
+  /** `op` for the subject as a step of a gate's batch (see {@link limiterStep}). */
+  step(op: Exclude<StepOp, 'recordDistinct'>): Step<Decision>;
+}
+
+/** The steps of `subject` on `limiter` in `scope` (see {@link SubjectSteps}). */
+export function subjectSteps(
+  limiter: FailureLimiter,
+  subject: Subject,
+  scope: string | undefined,
+): SubjectSteps {
+  const keys = keysOf.get(limiter);
+  if (keys === undefined) {
+    const { key, exempt } = limiter.keyOf(subject);
+    return { key, exempt, step: (op) => limiter[op](subject, scope) };
+  }
+  return new KeyedSteps(keys, keys.subjectOf(subject), normalizeScope(scope));
+}
+
+/** The steps of a subject of a limiter made here: its store calls, batched. */
+class KeyedSteps implements SubjectSteps {
+  readonly key: string;
+  readonly exempt: boolean;
+  constructor(
+    readonly keys: FailureKeys,
+    readonly subject: ResolvedSubject,
+    readonly scope: string,
+  ) {
+    this.key = subject.key;
+    this.exempt = subject.exempt;
+  }
+
+  step(op: Exclude<StepOp, 'recordDistinct'>): Step<Decision> {
+    return keyStep(this.keys, op, this.subject, this.scope);
+  }
 }
 
 /**
@@ -43,12 +88,10 @@ export function limiterStep(
 function keyStep(
   keys: FailureKeys,
   op: StepOp,
-  subject: Subject,
-  scope: string | undefined,
+  s: ResolvedSubject,
+  sc: string,
   member = '',
 ): Step<Decision> {
-  const s = keys.subjectOf(subject);
-  const sc = normalizeScope(scope);
   if (s.exempt || keys.tableOf(sc) !== undefined)
     return op === 'recordDistinct' ? keys.recordDistinct(s, member, sc) : keys[op](s, sc);
   const { store, rule } = keys;

@@ -1,5 +1,6 @@
 import type { Decision } from '../decision.js';
-import { type FailureLimiter, limiterStep, refusedUncounted } from '../failure-limiter.js';
+import { type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
+import { type SubjectSteps, subjectSteps } from '../failure-step.js';
 import { type MaybePromise, mapMaybe } from '../promise.js';
 import type { AuthSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
@@ -102,19 +103,17 @@ export function checkLayered(
   scope: string,
   acct: string | undefined,
 ): MaybePromise<LayeredCheck> | undefined {
-  const own = checks[0] as BudgetCheck;
-  const key = own.limiter.keyOf(own.subject);
-  if (key.exempt) return undefined;
-  const before = checks.map((c) => limiterStep(c.limiter, 'check', c.subject, scope));
-  return mapMaybe(layers.check(key.key, acct, scope, before), (lay): LayeredCheck => {
+  const subjects = checks.map((c) => subjectSteps(c.limiter, c.subject, scope));
+  const own = subjects[0] as SubjectSteps;
+  if (own.exempt) return undefined;
+  const before = subjects.map((s) => s.step('check'));
+  return mapMaybe(layers.check(own.key, acct, scope, before), (lay): LayeredCheck => {
     const refused = firstRefusal(lay.base);
     if (refused !== undefined) return { refused: r.refuse(withLayer(refused, 'client')) };
     if (lay.refused !== undefined && !dryRun) return { refused: r.refuse(lay.refused) };
     const success = (): MaybePromise<GateResult> =>
       mapMaybe(
-        layers.success(key.key, acct, scope, lay.pairFailures, [
-          limiterStep(own.limiter, 'recordSuccess', own.subject, scope),
-        ]),
+        layers.success(own.key, acct, scope, lay.pairFailures, [own.step('recordSuccess')]),
         ({ base: [after], raced }) => {
           const a = after as Decision;
           if (!a.allowed) return r.refuse(withLayer(a, 'client'));
@@ -125,10 +124,10 @@ export function checkLayered(
     const failure = (): MaybePromise<GateResult> =>
       mapMaybe(
         layers.failure(
-          key.key,
+          own.key,
           acct,
           scope,
-          checks.map((c) => limiterStep(c.limiter, 'recordFailure', c.subject, scope)),
+          subjects.map((s) => s.step('recordFailure')),
         ),
         ({ base: after, raced }): GateResult => {
           const lost = after.filter(refusedUncounted);

@@ -1,4 +1,4 @@
-import type { ClientInfo, RawRequest } from '../client.js';
+import type { ClientInfo } from '../client.js';
 import type { FailureLimiter } from '../failure-limiter.js';
 import { type AuthSubject, authSubject } from '../subject.js';
 import type { AuthGateParts } from './auth-gate-setup.js';
@@ -10,8 +10,8 @@ export interface AttemptBudgets {
   browser(client: ClientInfo): readonly BudgetCheck[];
   /** A non-browser client's: its own, and its IPv6 networks'. */
   client(client: ClientInfo, subject: AuthSubject): readonly BudgetCheck[];
-  /** Those of the client behind `raw`, whichever kind it is. */
-  of(raw: RawRequest): readonly BudgetCheck[];
+  /** Those of `client`, whichever kind it is. */
+  of(client: ClientInfo): readonly BudgetCheck[];
 }
 
 /** The budgets of an auth gate's attempts, over its parts. */
@@ -28,8 +28,7 @@ export function attemptBudgets(p: AuthGateParts): AttemptBudgets {
       const own = { limiter, subject };
       return p.networks === undefined ? [own] : p.networks.checks(own, client.ip);
     },
-    of(raw) {
-      const client = p.resolve(raw);
+    of(client) {
       if (client.origin !== undefined) return budgets.browser(client);
       return budgets.client(
         client,

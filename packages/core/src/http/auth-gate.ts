@@ -1,4 +1,4 @@
-import type { RawRequest } from '../client.js';
+import type { ClientInfo, RawRequest } from '../client.js';
 import {
   type FailureLimiter,
   type FailureLimiterOptions,
@@ -158,9 +158,8 @@ export function createAuthGate<Req>(
    * The deny or allow rule of an attempt. An allow rule changes nothing here: guesses from an
    * allowed network are still counted and locked out (docs/design.md#access-lists).
    */
-  function ruleOf(raw: RawRequest, accountOf: unknown): MaybePromise<AccessRule | undefined> {
+  function ruleOf(client: ClientInfo, accountOf: unknown): MaybePromise<AccessRule | undefined> {
     if (access === undefined) return undefined;
-    const client = p.resolve(raw);
     return access.match({
       ip: client.ip === undefined ? undefined : parseIp(client.ip),
       origin: client.origin,
@@ -168,11 +167,10 @@ export function createAuthGate<Req>(
     });
   }
 
-  function deniedResult(rule: AccessRule, raw: RawRequest): GateResult {
+  function deniedResult(rule: AccessRule, client: ClientInfo): GateResult {
     (access as AccessMatch).denied(rule, where);
     const left =
       rule.until === undefined ? 0 : Math.max(1, rule.until - (access as AccessMatch).now());
-    const client = p.resolve(raw);
     const { decision, answer } = denial(
       rule,
       client.ip ?? 'unknown',
@@ -192,8 +190,9 @@ export function createAuthGate<Req>(
   const layeredFor = (acct: string | undefined): AuthLayers | undefined =>
     acct !== undefined || p.scopeLayer ? layers : undefined;
 
-  function decide(
-    raw: RawRequest,
+  /** The lockout sequence of `client`'s attempt (see {@link AuthGate.decide}). */
+  function decideFor(
+    client: ClientInfo,
     outcome: AuthOutcome,
     scopeOverride?: string,
     accountOf?: unknown,
@@ -203,7 +202,6 @@ export function createAuthGate<Req>(
     const scope = scopeOverride ?? gateScope;
     const acct = p.accountLayers ? accountKey(accountOf) : undefined;
     const l = layeredFor(acct);
-    const client = p.resolve(raw);
     if (client.origin === undefined) {
       const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
       if (p.networks !== undefined && !subject.exempt)
@@ -219,6 +217,13 @@ export function createAuthGate<Req>(
     }
     return sequenceOf(budgets.browser(client), l, found, scope, acct);
   }
+
+  const decide = (
+    raw: RawRequest,
+    outcome: AuthOutcome,
+    scopeOverride?: string,
+    accountOf?: unknown,
+  ): MaybePromise<GateResult> => decideFor(p.resolve(raw), outcome, scopeOverride, accountOf);
 
   /** The sequence over several budgets, layered when the layers apply. */
   function sequenceOf(
@@ -242,27 +247,24 @@ export function createAuthGate<Req>(
    * refused request without credentials is then answered 429, not 401.
    */
   function runLayered(
-    raw: RawRequest,
+    client: ClientInfo,
     req: Req,
     fn: (req: Req) => MaybePromise<AuthOutcome>,
     accountOf: unknown,
-  ) {
-    const withAccount = (accountOf: unknown): MaybePromise<GateResult> => {
-      const acct = p.accountLayers ? accountKey(accountOf) : undefined;
-      const l = layeredFor(acct);
-      const checked =
-        l && checkLayered(r, l, limiter.config.dryRun, budgets.of(raw), gateScope, acct);
-      if (checked === undefined)
-        return mapMaybe(fn(req), (v) => decide(raw, v, undefined, accountOf));
-      return mapMaybe(checked, (c): MaybePromise<GateResult> => {
-        if (c.refused !== undefined) return c.refused;
-        return mapMaybe(fn(req), (outcome) => {
-          const found = checkOutcome(outcome);
-          return found === 'missing' ? r.missing : c.count(found);
-        });
+  ): MaybePromise<GateResult> {
+    const acct = p.accountLayers ? accountKey(accountOf) : undefined;
+    const l = layeredFor(acct);
+    const checked =
+      l && checkLayered(r, l, limiter.config.dryRun, budgets.of(client), gateScope, acct);
+    if (checked === undefined)
+      return mapMaybe(fn(req), (v) => decideFor(client, v, undefined, accountOf));
+    return mapMaybe(checked, (c): MaybePromise<GateResult> => {
+      if (c.refused !== undefined) return c.refused;
+      return mapMaybe(fn(req), (outcome) => {
+        const found = checkOutcome(outcome);
+        return found === 'missing' ? r.missing : c.count(found);
       });
-    };
-    return withAccount(accountOf);
+    });
   }
 
   /** The account `req` names (undefined without an `account` option), read once per request. */
@@ -271,35 +273,38 @@ export function createAuthGate<Req>(
 
   /** An attempt whose account is known: refused by a deny rule, or run as without rules. */
   function ruled(
-    raw: RawRequest,
+    client: ClientInfo,
     req: Req,
     fn: (req: Req) => MaybePromise<AuthOutcome>,
     accountOf: unknown,
   ): MaybePromise<GateResult> {
-    return mapMaybe(ruleOf(raw, accountOf), (rule) => {
-      if (rule !== undefined && rule.action === 'deny') return deniedResult(rule, raw);
+    return mapMaybe(ruleOf(client, accountOf), (rule) => {
+      if (rule !== undefined && rule.action === 'deny') return deniedResult(rule, client);
       if (layers === undefined)
-        return mapMaybe(fn(req), (v) => decide(raw, v, undefined, accountOf));
-      return runLayered(raw, req, fn, accountOf);
+        return mapMaybe(fn(req), (v) => decideFor(client, v, undefined, accountOf));
+      return runLayered(client, req, fn, accountOf);
     });
   }
 
   return {
     run(raw: RawRequest, req: Req): MaybePromise<GateResult> {
       const fn = required(verify, 'verify', 'a function', where);
-      if (access !== undefined) return mapMaybe(accountFor(req), (a) => ruled(raw, req, fn, a));
+      if (access !== undefined)
+        return mapMaybe(accountFor(req), (a) => ruled(p.resolve(raw), req, fn, a));
       if (layers === undefined) return mapMaybe(fn(req), (v) => decide(raw, v));
-      return mapMaybe(accountFor(req), (a) => runLayered(raw, req, fn, a));
+      return mapMaybe(accountFor(req), (a) => runLayered(p.resolve(raw), req, fn, a));
     },
     decide:
       access === undefined
         ? decide
-        : (raw, outcome, scope, accountOf) =>
-            mapMaybe(ruleOf(raw, accountOf), (rule) =>
+        : (raw, outcome, scope, accountOf) => {
+            const client = p.resolve(raw);
+            return mapMaybe(ruleOf(client, accountOf), (rule) =>
               rule !== undefined && rule.action === 'deny'
-                ? deniedResult(rule, raw)
-                : decide(raw, outcome, scope, accountOf),
-            ),
+                ? deniedResult(rule, client)
+                : decideFor(client, outcome, scope, accountOf),
+            );
+          },
     layers: layers?.limiters ?? [],
     limiter,
     networks: p.networks?.limiters ?? [],

@@ -11,6 +11,7 @@ import type {
   StoreLockout,
   TrustRule,
 } from '../store.js';
+import { createAccessList } from '../access/access-list.js';
 import { manualClock } from '../testing/manual-clock.js';
 import type { GateResult } from './answer.js';
 import { type AuthGateOptions, createAuthGate } from './auth-gate.js';
@@ -181,5 +182,44 @@ describe('the cost of the layers in store operations (docs/design.md#defence-in-
       expect(attempt(ip, 'alice', 'wrong').status).toBe(401);
     expect(attempt('198.51.100.4', 'alice', 'right').status).toBe(429);
     expect(attempt('203.0.113.1', 'alice', 'right').status).toBe(200);
+  });
+
+  it('an attempt behind access rules resolves its client once, allowed or denied', async () => {
+    const clock = manualClock(1_000_000);
+    const access = createAccessList({ clock, timers: clock });
+    await access.deny('198.51.100.0/24', { reason: 'abuse' });
+    // A socket that counts how often its address is read: once per resolution of the client.
+    let reads = 0;
+    const counted = (ip: string): RawRequest => ({
+      socket: {
+        get remoteAddress() {
+          reads++;
+          return ip;
+        },
+      },
+      headers: {},
+    });
+    for (const extra of [{}, layered]) {
+      const gate = createAuthGate<Login>({
+        verify: (r) => (r.password === 'right' ? 'ok' : 'invalid'),
+        clock,
+        timers: clock,
+        access,
+        ...extra,
+      });
+      const login = { user: 'alice', password: 'right' };
+      for (const [ip, status] of [
+        ['203.0.113.1', 200],
+        ['198.51.100.7', 403],
+      ] as const) {
+        reads = 0;
+        const r = (await gate.run(counted(ip), login)) as GateResult;
+        expect([r.ok ? 200 : r.answer.status, reads]).toEqual([status, 1]);
+        reads = 0;
+        const d = (await gate.decide(counted(ip), 'invalid', undefined, 'alice')) as GateResult;
+        expect([d.ok ? 200 : d.answer.status, reads]).toEqual([status === 200 ? 401 : 403, 1]);
+      }
+      await gate.close();
+    }
   });
 });

@@ -20,8 +20,6 @@ export {
   failureLimiterSpec,
   normalizeScope,
 } from './failure-options.js';
-export { limiterStep } from './failure-step.js';
-
 /**
  * Who failed: a client IP, an opaque key (`browser-origin:…`, `identity:…`), or the
  * `{ key, exempt }` pair that `authSubject` builds from a resolved client.

@@ -5,35 +5,15 @@ import { normalizeScope } from './failure-options.js';
 import type { FailureDecision } from './store.js';
 import { type Step, StoreStep } from './store-batch.js';
 
-/** What a failure limiter can do as a step of a batch (see {@link limiterStep}). */
+/** What a failure limiter can do as a step of a batch (see {@link SubjectSteps}). */
 export type StepOp = 'check' | 'recordFailure' | 'recordSuccess' | 'recordDistinct';
 
 /** The per-key state ops of each limiter made here: what lets it give its store calls to a batch. */
 const keysOf = new WeakMap<FailureLimiter, FailureKeys>();
 
-/** Records that `limiter` runs on `keys`, so that {@link limiterStep} can batch its store calls. */
+/** Records that `limiter` runs on `keys`, so that {@link subjectSteps} can batch its store calls. */
 export function stepsThrough(limiter: FailureLimiter, keys: FailureKeys): void {
   keysOf.set(limiter, keys);
-}
-
-/**
- * `limiter`'s `op` for `subject` as a step of a gate's batch (store-batch.ts): a limiter made here
- * gives its store call, to be made together with the other limiters' on the same store; any other
- * limiter (one a caller built by hand) is simply called.
- * For the auth gate (not exported from the package).
- */
-export function limiterStep(
-  limiter: FailureLimiter,
-  op: StepOp,
-  subject: Subject,
-  scope: string | undefined,
-  member?: string,
-): Step<Decision> {
-  const keys = keysOf.get(limiter);
-  if (keys !== undefined)
-    return keyStep(keys, op, keys.subjectOf(subject), normalizeScope(scope), member);
-  if (op === 'recordDistinct') return limiter.recordDistinct(subject, member ?? '', scope);
-  return limiter[op](subject, scope);
 }
 
 /**
@@ -44,8 +24,12 @@ export interface SubjectSteps {
   /** The key the subject is counted under, and whether it is exempt (see `FailureLimiter.keyOf`). */
   readonly key: string;
   readonly exempt: boolean;
-  /** `op` for the subject as a step of a gate's batch (see {@link limiterStep}). */
-  step(op: Exclude<StepOp, 'recordDistinct'>): Step<Decision>;
+  /**
+   * `op` for the subject as a step of a gate's batch (store-batch.ts): a limiter made here gives
+   * its store call, to be made together with the other limiters' on the same store; any other
+   * limiter (one a caller built by hand) is simply called. `member`: what `recordDistinct` counts.
+   */
+  step(op: StepOp, member?: string): Step<Decision>;
 }
 
 /** The steps of `subject` on `limiter` in `scope` (see {@link SubjectSteps}). */
@@ -57,7 +41,14 @@ export function subjectSteps(
   const keys = keysOf.get(limiter);
   if (keys === undefined) {
     const { key, exempt } = limiter.keyOf(subject);
-    return { key, exempt, step: (op) => limiter[op](subject, scope) };
+    return {
+      key,
+      exempt,
+      step: (op, member) =>
+        op === 'recordDistinct'
+          ? limiter.recordDistinct(subject, member ?? '', scope)
+          : limiter[op](subject, scope),
+    };
   }
   return new KeyedSteps(keys, keys.subjectOf(subject), normalizeScope(scope));
 }
@@ -75,8 +66,8 @@ class KeyedSteps implements SubjectSteps {
     this.exempt = subject.exempt;
   }
 
-  step(op: Exclude<StepOp, 'recordDistinct'>): Step<Decision> {
-    return keyStep(this.keys, op, this.subject, this.scope);
+  step(op: StepOp, member?: string): Step<Decision> {
+    return keyStep(this.keys, op, this.subject, this.scope, member);
   }
 }
 

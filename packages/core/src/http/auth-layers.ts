@@ -1,11 +1,7 @@
 import { systemClock } from '../clock.js';
 import type { Decision } from '../decision.js';
-import {
-  type AuthLayer,
-  type FailureLimiter,
-  limiterStep,
-  refusedUncounted,
-} from '../failure-limiter.js';
+import { type AuthLayer, type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
+import { type SubjectSteps, subjectSteps } from '../failure-step.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { MemoryStore } from '../memory-store.js';
 import type { Store, TrustRule } from '../store.js';
@@ -37,6 +33,22 @@ export interface LayerCount {
   readonly base: Decision[];
   /** A hard layer's lockout that a concurrent attempt started since the check. */
   readonly raced: Decision | undefined;
+}
+
+/**
+ * One attempt in the layers: its client (the client limiter's key), the account it names and its
+ * scope, with each layer's subject resolved once for the attempt's check and then its failure or
+ * success (the pair's key is built, and hashed by the store, once per attempt, not once per call).
+ * Undefined where the layer is off or the attempt names no account.
+ */
+export interface LayerAttempt {
+  readonly client: string;
+  readonly account: string | undefined;
+  readonly scope: string;
+  readonly pair: SubjectSteps | undefined;
+  readonly spray: SubjectSteps | undefined;
+  readonly byAccount: SubjectSteps | undefined;
+  readonly inScope: SubjectSteps | undefined;
 }
 
 /** A decision with the layer that made it (only the server sees it). */
@@ -99,34 +111,42 @@ export class AuthLayers {
     this.#unwatch.push(limiter.watchLockouts((s) => report(s)));
   }
 
-  /**
-   * Before the credential counts: the layers' state for `client` (its limiter key) and `account`
-   * in `scope`, read in one batch with `base` (the client limiter's own checks), whose answers
-   * come back as they are. Hard layers (pair, spray) refuse outright; soft ones (account, scope)
-   * refuse only a client without trust, read in a second batch only then. `pairFailures` says
-   * whether a success must clear the pair.
-   */
-  check(
-    client: string,
-    account: string | undefined,
-    scope: string,
-    base: readonly Step<Decision>[],
-  ): MaybePromise<LayerCheck> {
+  /** `client`'s attempt (its limiter key) on `account` in `scope` (see {@link LayerAttempt}). */
+  attempt(client: string, account: string | undefined, scope: string): LayerAttempt {
     const l = this.#l;
     const withAccount = account !== undefined;
-    const steps: Step<unknown>[] = base.slice();
-    this.#atOnce(() =>
-      steps.push(
+    return {
+      client,
+      account,
+      scope,
+      pair:
         withAccount && l.pair !== undefined
-          ? limiterStep(l.pair, 'check', `${client}\u0000${account}`, scope)
-          : OPEN,
-        withAccount && l.spray !== undefined ? limiterStep(l.spray, 'check', client, scope) : OPEN,
+          ? subjectSteps(l.pair, `${client}\u0000${account}`, scope)
+          : undefined,
+      spray:
+        withAccount && l.spray !== undefined ? subjectSteps(l.spray, client, scope) : undefined,
+      byAccount:
         withAccount && l.account !== undefined
-          ? limiterStep(l.account, 'check', account, scope)
-          : OPEN,
-        l.scope !== undefined ? limiterStep(l.scope, 'check', '*', scope) : OPEN,
-      ),
-    );
+          ? subjectSteps(l.account, account, scope)
+          : undefined,
+      inScope: l.scope !== undefined ? subjectSteps(l.scope, '*', scope) : undefined,
+    };
+  }
+
+  /**
+   * Before the credential counts: the layers' state for attempt `at`, read in one batch with
+   * `base` (the client limiter's own checks), whose answers come back as they are. Hard layers
+   * (pair, spray) refuse outright; soft ones (account, scope) refuse only a client without trust,
+   * read in a second batch only then. `pairFailures` says whether a success must clear the pair.
+   */
+  check(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCheck> {
+    const l = this.#l;
+    const steps = this.#batch(base, () => [
+      at.pair?.step('check') ?? OPEN,
+      at.spray?.step('check') ?? OPEN,
+      at.byAccount?.step('check') ?? OPEN,
+      at.inScope?.step('check') ?? OPEN,
+    ]);
     return mapMaybe(runSteps(steps), (answers): MaybePromise<LayerCheck> => {
       const n = base.length;
       const baseAnswers = answers.slice(0, n) as Decision[];
@@ -156,7 +176,7 @@ export class AuthLayers {
       };
       // Trust is read only now (under attack), from the tables a refusal depends on: an attack
       // costs one store operation more, an ordinary login nothing.
-      return mapMaybe(runSteps(this.#trustReads(client, account, scope, !sc.allowed)), soft);
+      return mapMaybe(runSteps(this.#trustReads(at, !sc.allowed)), soft);
     });
   }
 
@@ -164,19 +184,14 @@ export class AuthLayers {
    * The trust reads a soft refusal depends on: the account's trust (it lets a client through both
    * soft layers) and the scope's; a table not asked for reads as no trust.
    */
-  #trustReads(
-    client: string,
-    account: string | undefined,
-    scope: string,
-    inScope: boolean,
-  ): Step<unknown>[] {
+  #trustReads(at: LayerAttempt, inScope: boolean): Step<unknown>[] {
     const l = this.#l;
-    const [accountTable, scopeTable] = this.#tables(scope);
+    const [accountTable, scopeTable] = this.#tables(at.scope);
     return [
-      account !== undefined && (l.account !== undefined || l.scope !== undefined)
-        ? this.#trusted(accountTable, client, account)
+      at.account !== undefined && (l.account !== undefined || l.scope !== undefined)
+        ? this.#trusted(accountTable, at.client, at.account)
         : NO_TRUST,
-      inScope && l.scope !== undefined ? this.#trusted(scopeTable, client, 's') : NO_TRUST,
+      inScope && l.scope !== undefined ? this.#trusted(scopeTable, at.client, 's') : NO_TRUST,
     ];
   }
 
@@ -215,29 +230,13 @@ export class AuthLayers {
    * limiter's own failures). `raced` is the refusal of a hard layer whose lockout a concurrent
    * attempt started since `check` (refused like any attempt during it).
    */
-  failure(
-    client: string,
-    account: string | undefined,
-    scope: string,
-    base: readonly Step<Decision>[],
-  ): MaybePromise<LayerCount> {
-    const l = this.#l;
-    const withAccount = account !== undefined;
-    const steps: Step<unknown>[] = base.slice();
-    this.#atOnce(() =>
-      steps.push(
-        withAccount && l.pair !== undefined
-          ? limiterStep(l.pair, 'recordFailure', `${client}\u0000${account}`, scope)
-          : OPEN,
-        withAccount && l.spray !== undefined
-          ? limiterStep(l.spray, 'recordDistinct', client, scope, account)
-          : OPEN,
-        withAccount && l.account !== undefined
-          ? limiterStep(l.account, 'recordFailure', account, scope)
-          : OPEN,
-        l.scope !== undefined ? limiterStep(l.scope, 'recordFailure', '*', scope) : OPEN,
-      ),
-    );
+  failure(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCount> {
+    const steps = this.#batch(base, () => [
+      at.pair?.step('recordFailure') ?? OPEN,
+      at.spray?.step('recordDistinct', at.account) ?? OPEN,
+      at.byAccount?.step('recordFailure') ?? OPEN,
+      at.inScope?.step('recordFailure') ?? OPEN,
+    ]);
     return mapMaybe(runSteps(steps), (answers): LayerCount => {
       const n = base.length;
       return {
@@ -258,23 +257,18 @@ export class AuthLayers {
    * `raced` is the pair's lockout if a concurrent attempt started one.
    */
   success(
-    client: string,
-    account: string | undefined,
-    scope: string,
+    at: LayerAttempt,
     pairFailures: boolean,
     base: readonly Step<Decision>[],
   ): MaybePromise<LayerCount> {
-    const l = this.#l;
-    const [accountTable, scopeTable] = this.#tables(scope);
-    const steps: Step<unknown>[] = base.slice();
-    this.#atOnce(() => {
-      steps.push(
-        account !== undefined && pairFailures && l.pair !== undefined
-          ? limiterStep(l.pair, 'recordSuccess', `${client}\u0000${account}`, scope)
-          : OPEN,
-        this.#earn(scopeTable, 's', client),
-      );
-      if (account !== undefined) steps.push(this.#earn(accountTable, account, client));
+    const [accountTable, scopeTable] = this.#tables(at.scope);
+    const steps = this.#batch(base, () => {
+      const own: Step<unknown>[] = [
+        pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
+        this.#earn(scopeTable, 's', at.client),
+      ];
+      if (at.account !== undefined) own.push(this.#earn(accountTable, at.account, at.client));
+      return own;
     });
     return mapMaybe(runSteps(steps), (answers): LayerCount => {
       const n = base.length;
@@ -287,12 +281,12 @@ export class AuthLayers {
   }
 
   /**
-   * Runs `fn`, which makes this phase's layer calls, at one time of the layers' memory store (one
-   * clock read for the phase, as one script on Redis reads one TIME); elsewhere simply runs it.
+   * `base`, then the layer steps `fn` makes, at one time of the layers' memory store (one clock
+   * read for the phase, as one script on Redis reads one TIME); elsewhere `fn` simply runs.
    */
-  #atOnce(fn: () => unknown): void {
-    if (this.#memory === undefined) fn();
-    else this.#memory.atOnce(fn);
+  #batch(base: readonly Step<Decision>[], fn: () => Step<unknown>[]): Step<unknown>[] {
+    const own = this.#memory === undefined ? fn() : this.#memory.atOnce(fn);
+    return (base as readonly Step<unknown>[]).concat(own);
   }
 
   /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */

@@ -106,14 +106,15 @@ export function checkLayered(
   const subjects = checks.map((c) => subjectSteps(c.limiter, c.subject, scope));
   const own = subjects[0] as SubjectSteps;
   if (own.exempt) return undefined;
+  const at = layers.attempt(own.key, acct, scope);
   const before = subjects.map((s) => s.step('check'));
-  return mapMaybe(layers.check(own.key, acct, scope, before), (lay): LayeredCheck => {
+  return mapMaybe(layers.check(at, before), (lay): LayeredCheck => {
     const refused = firstRefusal(lay.base);
     if (refused !== undefined) return { refused: r.refuse(withLayer(refused, 'client')) };
     if (lay.refused !== undefined && !dryRun) return { refused: r.refuse(lay.refused) };
     const success = (): MaybePromise<GateResult> =>
       mapMaybe(
-        layers.success(own.key, acct, scope, lay.pairFailures, [own.step('recordSuccess')]),
+        layers.success(at, lay.pairFailures, [own.step('recordSuccess')]),
         ({ base: [after], raced }) => {
           const a = after as Decision;
           if (!a.allowed) return r.refuse(withLayer(a, 'client'));
@@ -124,9 +125,7 @@ export function checkLayered(
     const failure = (): MaybePromise<GateResult> =>
       mapMaybe(
         layers.failure(
-          own.key,
-          acct,
-          scope,
+          at,
           subjects.map((s) => s.step('recordFailure')),
         ),
         ({ base: after, raced }): GateResult => {

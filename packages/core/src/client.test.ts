@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import {
   compileClientRules,
   createClientResolver,
+  peerCache,
   type RawRequest,
   resolveClient,
 } from './client.js';
@@ -35,30 +36,50 @@ describe('resolveClient', () => {
   });
 
   it('resolves every peer right through the bounded cache of parsed addresses', () => {
-    // IPv4 peers alone fill the cache and then pass it by (a full cache keeps what it holds for
-    // them): every one, and a loopback one among them, still resolves as itself.
-    for (let i = 0; i < 5000; i++) {
-      const v4 = `10.99.${(i >> 8) & 255}.${i & 255}`;
-      expect(resolveClient(req(v4)).ip).toBe(v4);
-    }
-    expect(resolveClient(req('127.0.0.9'))).toMatchObject({ ip: '127.0.0.9', directLocal: true });
+    peerCache.clear();
+    const v4 = (i: number) => `10.99.${(i >> 8) & 255}.${i & 255}`;
+    const v6 = (i: number) =>
+      `2001:db8:${((i >> 8) + 1).toString(16)}:${((i & 255) + 1).toString(16)}::1`;
+    // 4 096 fill the cache; the 904 new ones after are resolved and not kept.
+    for (let i = 0; i < 5000; i++) expect(resolveClient(req(v4(i))).ip).toBe(v4(i));
+    expect(peerCache.size()).toBe(4096);
+    expect([peerCache.has(v4(0)), peerCache.has(v4(4095)), peerCache.has(v4(4096))]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    // Neither a mapped IPv4 spelling (every client of a dual-stack server) nor an IPv6 one empties
+    // a full cache; an address met again is a hit, not a new one.
+    const mapped = (i: number) => `::ffff:${v4(i)}`;
+    for (let i = 0; i < 8; i++) expect(resolveClient(req(mapped(i))).ip).toBe(v4(i));
     expect(resolveClient(req('2001:db8::7')).ip).toBe('2001:db8::7');
-    // More distinct peers than the cache holds (an IPv6 spelling empties it when full), each
-    // resolved twice.
-    for (let round = 0; round < 2; round++) {
-      for (let i = 0; i < 5000; i++) {
-        const v4 = `10.${(i >> 8) & 255}.${i & 255}.7`;
-        expect(resolveClient(req(v4)).ip).toBe(v4);
-        expect(resolveClient(req(`::ffff:${v4}`)).ip).toBe(v4);
-      }
-    }
+    for (let i = 0; i < 100; i++) expect(resolveClient(req(v4(7))).ip).toBe(v4(7));
+    expect([peerCache.size(), peerCache.has(mapped(0)), peerCache.has(v4(7))]).toEqual([
+      4096,
+      false,
+      true,
+    ]);
+    // What a flood put in first does not hold the cache for good: the 16 × 4 096th new address
+    // since it was full empties it, and is the first kept again (913 new ones so far).
+    for (let i = 0; i < 16 * 4096 - 913 - 1; i++) expect(resolveClient(req(v6(i))).ip).toBe(v6(i));
+    expect([peerCache.size(), peerCache.has(v4(0))]).toEqual([4096, true]);
+    expect(resolveClient(req(v6(70_000))).ip).toBe(v6(70_000));
+    expect([peerCache.size(), peerCache.has(v6(70_000)), peerCache.has(v4(0))]).toEqual([
+      1,
+      true,
+      false,
+    ]);
+    expect(resolveClient(req('127.0.0.9'))).toMatchObject({ ip: '127.0.0.9', directLocal: true });
     expect(resolveClient(req('::1')).directLocal).toBe(true);
-    expect(resolveClient(req('127.0.0.1')).directLocal).toBe(true);
-    // Junk is no address, however long, cached or not.
+    // Junk is no address, however long, cached or not; an over-long text is never kept.
     expect(resolveClient(req('x'.repeat(100_000))).ip).toBeUndefined();
     expect(resolveClient(req('x'.repeat(100_000))).ip).toBeUndefined();
     expect(resolveClient(req('not-an-ip')).ip).toBeUndefined();
     expect(resolveClient(req('not-an-ip')).ip).toBeUndefined();
+    peerCache.clear();
+    resolveClient(req('x'.repeat(65)));
+    resolveClient(req('not-an-ip'));
+    expect([peerCache.size(), peerCache.has('not-an-ip')]).toEqual([1, true]);
   });
 
   it('behind a trusted proxy the right-most untrusted hop is the client', () => {

@@ -152,10 +152,21 @@ interface Peer extends ClientAddress {
  * most clients come back on new connections from an address already parsed. Keyed by the text, not
  * by the socket: an entry in a WeakMap keyed by short-lived sockets costs about 0.8 µs to make and
  * collect (measured), which a connection that carries one request (a WebSocket handshake) never
- * earns back. Bounded: emptied when full, so rotating addresses cannot grow it.
+ * earns back.
+ *
+ * Bounded at {@link MAX_PEERS}. Once full, new addresses are parsed and not kept, and after
+ * {@link REFILL_AFTER} of them the cache is emptied and fills again with what comes next: a flood
+ * of new clients pays no insert and no delete for most of them (emptying it whenever full cost
+ * every one of them a miss, a parse and an insert, and evicting the oldest entry for each new one
+ * left the map's chains long enough to slow every miss: bench/NOTES.md), yet what a flood put in
+ * first does not hold it for good. The same for every spelling: on a dual-stack server every IPv4
+ * client arrives as `::ffff:a.b.c.d`.
  */
 const peers = new Map<string, Peer | null>();
 const MAX_PEERS = 4096;
+const REFILL_AFTER = 16 * MAX_PEERS;
+/** New addresses met, and not kept, since the cache was last full. */
+let missesWhenFull = 0;
 
 function peerOf(request: RawRequest): Peer | undefined {
   const addr = request.socket?.remoteAddress;
@@ -167,18 +178,33 @@ function peerOf(request: RawRequest): Peer | undefined {
     ip === undefined ? undefined : { ip, text: formatIp(ip), loopback: parsedIsLoopback(ip) };
   // Only address-sized texts are kept (an IPv6 address with a zone is under 64 characters), so
   // that whatever a caller passes as a socket, the cache stays small.
-  if (addr.length > 64) return peer;
-  if (peers.size >= MAX_PEERS) {
-    // A canonical IPv4 address is read again by one scan: it does not empty a full cache, which
-    // keeps what it holds until an address that is costly to parse empties it. Emptied by every
-    // 4 097th new IPv4 client, a flood of more of them than that paid a miss, a parse and an
-    // insert each: 270–380 ns a request, now 85 (bench/NOTES.md).
-    if (ip?.v === 4 && ip.text !== undefined) return peer;
-    peers.clear();
-  }
-  peers.set(addr, peer ?? null);
+  if (addr.length <= 64) remember(addr, peer ?? null);
   return peer;
 }
+
+/** Caches a new address's peer, within the bound (see {@link peers}). */
+function remember(addr: string, peer: Peer | null): void {
+  if (peers.size >= MAX_PEERS) {
+    if (++missesWhenFull < REFILL_AFTER) return;
+    missesWhenFull = 0;
+    peers.clear();
+  }
+  peers.set(addr, peer);
+}
+
+/**
+ * The parsed-address cache, for tests of its bound: its size, whether it holds an address, and a
+ * way to empty it. Not part of the public API.
+ * @internal
+ */
+export const peerCache = {
+  size: (): number => peers.size,
+  has: (addr: string): boolean => peers.has(addr),
+  clear(): void {
+    peers.clear();
+    missesWhenFull = 0;
+  },
+};
 
 /**
  * Compiles the client-identity rules (docs/design.md#client-identity) once; the returned function resolves a request.

@@ -17,6 +17,9 @@ describe('normalizeIp', () => {
     ['255.255.255.255', '255.255.255.255'],
     ['0.0.0.0', '0.0.0.0'],
     ['::ffff:127.0.0.1', '127.0.0.1'],
+    ['::ffff:203.0.113.5%eth0', '203.0.113.5'],
+    ['::FFFF:203.0.113.5', '203.0.113.5'],
+    ['::ffff:0:203.0.113.5', '::ffff:0:cb00:7105'],
     ['::FFFF:7f00:1', '127.0.0.1'],
     ['0:0:0:0:0:ffff:c000:0201', '192.0.2.1'],
     ['2001:DB8::1', '2001:db8::1'],
@@ -52,6 +55,10 @@ describe('normalizeIp', () => {
     '12345::1',
     'g::1',
     '::ffff:1.2.3',
+    '::ffff:01.2.3.4',
+    '::ffff:1.2.3.4.',
+    '::ffff:',
+    '::ffff:1.2.3.4::',
     'localhost',
     '%eth0',
     'x'.repeat(200),
@@ -90,6 +97,10 @@ describe('normalizeIp', () => {
         expect(normalizeIp(`::ffff:${v4}`)).toBe(v4);
         expect(normalizeIp(hex)).toBe(v4);
         expect(normalizeIp(`0:0:0:0:0:FFFF:${v4}`)).toBe(v4);
+        // The short way for Node's own spelling reads the same number as the general parse.
+        const n = (((a << 24) >>> 0) + (b << 16) + (c << 8) + d) >>> 0;
+        expect(parseIp(`::ffff:${v4}`)).toEqual({ v: 4, n, text: v4 });
+        expect(parseIp(hex)).toEqual({ v: 4, n, text: undefined });
       }),
     );
   });

@@ -14,14 +14,6 @@ export interface ResolvedSubject {
   exempt: boolean;
 }
 
-/**
- * The layers whose limiters keep their keys in tables of a memory store they share with the other
- * layers (the auth gate's own sibling of the client store, which nothing else reaches): a table
- * named `<name>:<scope>` holds what `<name>:<scope>:<subject>` keys would, listed the same, without
- * a key string built and hashed per call.
- */
-const TABLED_LAYERS: ReadonlySet<string> = new Set(['pair', 'account', 'spray', 'scope']);
-
 /** Decisions of `recordFailure` that refused without counting (see {@link refusedUncounted}). */
 const uncounted = new WeakSet<Decision>();
 
@@ -48,7 +40,12 @@ export class FailureKeys {
   readonly setup: FailureSetup;
   readonly store: Store;
   readonly reports: FailureReports;
-  /** A private memory store keeps each scope in a table of its own, addressed by the subject alone. */
+  /**
+   * A private memory store, or one no other code reads key by key (`setup.tabled`), keeps each
+   * scope in a table of its own, addressed by the subject alone: a table named `<name>:<scope>`
+   * holds what `<name>:<scope>:<subject>` keys would, listed the same, without a key string built
+   * and hashed per call.
+   */
   readonly #memory: MemoryStore | undefined;
   // The scope met last and its table: most limiters use one scope, so most calls skip the lookup.
   #lastScope = '';
@@ -61,9 +58,7 @@ export class FailureKeys {
     this.reports = reports;
     this.rule = failureRule(setup.config, setup.escalate);
     this.#memory =
-      setup.store instanceof MemoryStore && (setup.own || TABLED_LAYERS.has(setup.earned))
-        ? setup.store
-        : undefined;
+      setup.store instanceof MemoryStore && (setup.own || setup.tabled) ? setup.store : undefined;
   }
 
   /** The key and exemption `subject` is counted under (what every decision's `key` shows). */

@@ -224,13 +224,16 @@ export function createFailureLimiter(options?: FailureLimiterOptions): FailureLi
  * A failure limiter of an auth gate's layer (docs/design.md#defence-in-depth): its subjects are
  * keys already (no IP parsing, no exemption) and its earned lockouts are listed, logged and
  * published as `layer`'s. Not an option: a client limiter that took it would stop reading IPs.
+ * `tabled`: its memory store is one no other code reads key by key (the gate's sibling store of
+ * its layers), so each scope may live in a table of its own (failure-keys.ts).
  * @internal
  */
 export function createLayerLimiter(
   options: FailureLimiterOptions,
   layer: Exclude<AuthLayer, 'client' | 'ban'>,
+  tabled: boolean,
 ): FailureLimiter {
-  return buildFailureLimiter(options, layer);
+  return buildFailureLimiter(options, layer, tabled);
 }
 
 /**
@@ -241,8 +244,9 @@ export function createLayerLimiter(
 function buildFailureLimiter(
   options: FailureLimiterOptions | undefined,
   earned: Exclude<AuthLayer, 'ban'>,
+  tabled = false,
 ): FailureLimiter {
-  const setup = resolveFailureSetup(options, earned);
+  const setup = resolveFailureSetup(options, earned, tabled);
   const keys = new FailureKeys(setup, new FailureReports(setup));
   const { store, config, logger } = setup;
   const limiter: FailureLimiter = {

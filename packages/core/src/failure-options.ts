@@ -98,6 +98,11 @@ export interface FailureSetup extends LimiterStore {
   readonly logger: Logger | undefined;
   /** The layer its earned lockouts are listed, logged and published as. */
   readonly earned: Exclude<AuthLayer, 'ban'>;
+  /**
+   * Its memory store is one that no other code reads key by key (an auth gate's sibling store of
+   * its layers): the limiter may keep each scope in a table there, as a private store does.
+   */
+  readonly tabled: boolean;
 }
 
 /**
@@ -109,6 +114,7 @@ export interface FailureSetup extends LimiterStore {
 export function resolveFailureSetup(
   options: FailureLimiterOptions | undefined,
   earned: Exclude<AuthLayer, 'ban'>,
+  tabled = false,
 ): FailureSetup {
   const o = parseOptions(options, failureLimiterSpec, 'createFailureLimiter');
   const config: FailureConfig = {
@@ -131,7 +137,7 @@ export function resolveFailureSetup(
       logger,
       o.warnings,
     );
-  return { config, escalate, store, own, namespace, logger, earned };
+  return { config, escalate, store, own, namespace, logger, earned, tabled };
 }
 
 /** The rule every store call takes: the numbers in force, and the escalation if any. */

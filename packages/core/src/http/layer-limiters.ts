@@ -42,7 +42,8 @@ const layerNumbers = (maxAttempts: number, windowMs = HOUR, lockoutMs = HOUR) =>
  * Each layer's limiter, over `store`, with its numbers from the options and the defaults
  * (docs/design.md#defence-in-depth). The pair counts consecutive failures: its window is its
  * lockout's length. The pair and spray escalate as the client limiter does; the soft layers
- * (account, scope) do not, since their lockouts refuse only untrusted clients.
+ * (account, scope) do not, since their lockouts refuse only untrusted clients. `store` is the
+ * gate's sibling store of its layers (`siblingOf`), which no other code reads.
  * @throws {PortcullisConfigError} when `store` cannot hold what the layers on need
  */
 export function buildLayerLimiters(
@@ -72,6 +73,8 @@ export function buildLayerLimiters(
         name: `${name}.${layer}`,
       },
       layer,
+      // The gate's own sibling of the client store: nothing else reads its keys one by one.
+      true,
     );
   const limits = o.accountLimits ?? {};
   const on = <T>(v: T | false | undefined): T | undefined =>

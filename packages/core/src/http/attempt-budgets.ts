@@ -12,6 +12,8 @@ export interface AttemptBudgets {
   client(client: ClientInfo, subject: AuthSubject): readonly BudgetCheck[];
   /** Those of `client`, whichever kind it is. */
   of(client: ClientInfo): readonly BudgetCheck[];
+  /** What a non-browser `client` is counted as (exempt when loopback and the limiter exempts it). */
+  subject(client: ClientInfo): AuthSubject;
 }
 
 /** The budgets of an auth gate's attempts, over its parts. */
@@ -30,11 +32,9 @@ export function attemptBudgets(p: AuthGateParts): AttemptBudgets {
     },
     of(client) {
       if (client.origin !== undefined) return budgets.browser(client);
-      return budgets.client(
-        client,
-        authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
-      );
+      return budgets.client(client, budgets.subject(client));
     },
+    subject: (client) => authSubject(client, { exemptLoopback: limiter.config.exemptLoopback }),
   };
   return budgets;
 }

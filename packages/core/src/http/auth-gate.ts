@@ -12,7 +12,6 @@ import type { AccessRule } from '../access/matcher.js';
 import { accessDeniedError } from '../error-shapes.js';
 import { parseIp } from '../ip.js';
 import { denial } from './access-gate.js';
-import { authSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
 import { accountKey } from './account-key.js';
 import { attemptBudgets } from './attempt-budgets.js';
@@ -203,7 +202,7 @@ export function createAuthGate<Req>(
     const acct = p.accountLayers ? accountKey(accountOf) : undefined;
     const l = layeredFor(acct);
     if (client.origin === undefined) {
-      const subject = authSubject(client, { exemptLoopback: limiter.config.exemptLoopback });
+      const subject = budgets.subject(client);
       if (p.networks !== undefined && !subject.exempt)
         return sequenceOf(budgets.client(client, subject), l, found, scope, acct);
       // The plain login (no layers) takes no array of budgets: it is the path every user walks.

@@ -201,8 +201,10 @@ function flexibleRecipe(pairDurationSec) {
  * of its lockout, at the client layer's numbers (10 in 60 s, 5 minutes) and, with `layers`, the
  * layers' defaults (pair 20 / 1 h, spray 10 distinct accounts in 10 min, account 100 in 1 h) and
  * the bench's scope budget; a success forgets the client's and the pair's failures and refreshes
- * two trusts (delete + set: latest last). It shows the cost of the layers' work itself, under any
- * implementation.
+ * two trusts (delete + set: latest last). The spray layer counts distinct accounts in its window,
+ * an account's earlier failure giving way to its latest, as Portcullis's does. It approximates the
+ * cost of the layers' own work (same numbers, same answers for this bench's clients), not a proven
+ * lower bound: a cleverer hand could do less.
  */
 function mapFloor(layers) {
   const failed = (map, key, now, max, windowMs, lockoutMs) => {
@@ -258,15 +260,27 @@ function mapFloor(layers) {
     }
     failed(clients, ip, now, 10, 60_000, 300_000);
     failed(pairs, pair, now, 20, 3_600_000, 3_600_000);
+    // Distinct accounts in the last 10 minutes: an account's earlier failure gives way to this one.
     let spray = sprays.get(ip);
     if (spray === undefined) {
       spray = { log: [], members: [], lockedUntil: 0 };
       sprays.set(ip, spray);
     }
-    if (!spray.members.includes(account)) {
-      spray.members.push(account);
-      spray.log.push(now);
-      if (spray.log.length >= 10) spray.lockedUntil = now + 3_600_000;
+    while (spray.log.length > 0 && spray.log[0] + 600_000 <= now) {
+      spray.log.shift();
+      spray.members.shift();
+    }
+    const earlier = spray.members.indexOf(account);
+    if (earlier !== -1) {
+      spray.log.splice(earlier, 1);
+      spray.members.splice(earlier, 1);
+    }
+    spray.members.push(account);
+    spray.log.push(now);
+    if (spray.log.length >= 10) {
+      spray.lockedUntil = now + 3_600_000;
+      spray.log.length = 0;
+      spray.members.length = 0;
     }
     failed(accounts, account, now, 100, 3_600_000, 3_600_000);
     failed(
@@ -473,10 +487,13 @@ async function main() {
       );
     }
     // The issue's target compares the layered gate with the plain one: the same ratio of the floor
-    // is the least any implementation of these answers can reach.
-    const floorOf = (name) => rows.find((r) => r.name === `hand-written Map floor, ${name}`).ns;
-    const floorRatio = floorOf('every layer') / floorOf('client only');
-    console.log(`  floor, every layer / client only: ${floorRatio.toFixed(2)}×`);
+    // is what these answers' own work costs, before any of a library's duties.
+    const floorOf = (name) => rows.find((r) => r.name === `hand-written Map floor, ${name}`)?.ns;
+    const [everyLayer, clientOnly] = [floorOf('every layer'), floorOf('client only')];
+    const floorRatio =
+      everyLayer === undefined || clientOnly === undefined ? undefined : everyLayer / clientOnly;
+    if (floorRatio !== undefined)
+      console.log(`  floor, every layer / client only: ${floorRatio.toFixed(2)}×`);
     report.timings.push({ id, title: outs[0].title, rows, floorRatio });
   }
   if (process.env.BENCH_JSON)

@@ -101,21 +101,33 @@ export class FailureKeys {
     return this.reports.dry(decision(true, 'exempt', m, m, 0, 0, key));
   }
 
+  /*
+   * Each call's way through a shared store is a method of its own: a closure over a call's
+   * arguments makes V8 allocate their context on entry to the call, so a table's answer (the
+   * common way) would pay for the store's closure too (bench/NOTES.md).
+   */
   check(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
     if (s.exempt) return this.reports.decided(sc, this.exempt(s.key));
     const t = this.tableOf(sc);
     if (t !== undefined) return this.checked(sc, s.key, t.checkFailures(s.key, this.rule));
-    const d = this.store.checkFailures(this.storeKey(sc, s.key), this.rule);
-    return mapMaybe(d, (r) => this.checked(sc, s.key, r));
+    return this.#checkStore(s.key, sc);
+  }
+
+  #checkStore(key: string, sc: string): MaybePromise<Decision> {
+    const d = this.store.checkFailures(this.storeKey(sc, key), this.rule);
+    return mapMaybe(d, (r) => this.checked(sc, key, r));
   }
 
   recordFailure(s: ResolvedSubject, sc: string): MaybePromise<Decision> {
     if (s.exempt) return this.exempt(s.key);
     const t = this.tableOf(sc);
-    // A private memory table answers at once: no closure to allocate for a promise that never is.
     if (t !== undefined) return this.afterFailure(sc, s.key, t.recordFailure(s.key, this.rule));
-    const d = this.store.recordFailure(this.storeKey(sc, s.key), this.rule);
-    return mapMaybe(d, (r) => this.afterFailure(sc, s.key, r));
+    return this.#failStore(s.key, sc);
+  }
+
+  #failStore(key: string, sc: string): MaybePromise<Decision> {
+    const d = this.store.recordFailure(this.storeKey(sc, key), this.rule);
+    return mapMaybe(d, (r) => this.afterFailure(sc, key, r));
   }
 
   /**
@@ -127,8 +139,12 @@ export class FailureKeys {
     if (s.exempt) return this.exempt(s.key);
     const t = this.tableOf(sc);
     if (t !== undefined) return this.reports.finish(sc, s.key, t.recordSuccess(s.key, this.rule));
-    const d = this.store.recordSuccess(this.storeKey(sc, s.key), this.rule);
-    return mapMaybe(d, (r) => this.reports.finish(sc, s.key, r));
+    return this.#succeedStore(s.key, sc);
+  }
+
+  #succeedStore(key: string, sc: string): MaybePromise<Decision> {
+    const d = this.store.recordSuccess(this.storeKey(sc, key), this.rule);
+    return mapMaybe(d, (r) => this.reports.finish(sc, key, r));
   }
 
   recordDistinct(s: ResolvedSubject, member: string, sc: string): MaybePromise<Decision> {
@@ -136,9 +152,12 @@ export class FailureKeys {
     const t = this.tableOf(sc);
     if (t !== undefined)
       return this.afterFailure(sc, s.key, t.recordDistinct(s.key, member, this.rule));
-    const distinct = this.distinctOf();
-    const d = distinct.call(this.store, this.storeKey(sc, s.key), member, this.rule);
-    return mapMaybe(d, (r) => this.afterFailure(sc, s.key, r));
+    return this.#distinctStore(s.key, member, sc);
+  }
+
+  #distinctStore(key: string, member: string, sc: string): MaybePromise<Decision> {
+    const d = this.distinctOf().call(this.store, this.storeKey(sc, key), member, this.rule);
+    return mapMaybe(d, (r) => this.afterFailure(sc, key, r));
   }
 
   /** The store's `recordDistinct`, which the spray layer needs. @throws {TypeError} without one */

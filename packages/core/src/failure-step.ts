@@ -85,6 +85,20 @@ function keyStep(
 ): Step<Decision> {
   if (s.exempt || keys.tableOf(sc) !== undefined)
     return op === 'recordDistinct' ? keys.recordDistinct(s, member, sc) : keys[op](s, sc);
+  return storeStep(keys, op, s, sc, member);
+}
+
+/**
+ * {@link keyStep} through a shared store: apart, since its closures over the arguments would make
+ * every call allocate their context, a table's answer included (bench/NOTES.md).
+ */
+function storeStep(
+  keys: FailureKeys,
+  op: StepOp,
+  s: ResolvedSubject,
+  sc: string,
+  member: string,
+): Step<Decision> {
   const { store, rule } = keys;
   const key = keys.storeKey(sc, s.key);
   switch (op) {

@@ -241,13 +241,29 @@ export class MemoryStore implements store.Store {
    * @internal for the auth gate's layers
    */
   atOnce<T>(fn: () => T): T {
-    if (this.#pinned !== undefined) return fn();
-    this.#pinned = this.#now();
+    const pinned = this.pinTime();
     try {
       return fn();
     } finally {
-      this.#pinned = undefined;
+      if (pinned) this.unpinTime();
     }
+  }
+
+  /**
+   * Starts what {@link atOnce} runs `fn` in, for a caller that makes its calls without a function:
+   * true when this call pinned the time (undefined when it was pinned already), and must then
+   * {@link unpinTime} once its calls are made, in a `finally`.
+   * @internal for the auth gate's layers
+   */
+  pinTime(): boolean {
+    if (this.#pinned !== undefined) return false;
+    this.#pinned = this.#now();
+    return true;
+  }
+
+  /** Ends what {@link pinTime} started. @internal */
+  unpinTime(): void {
+    this.#pinned = undefined;
   }
 
   /**

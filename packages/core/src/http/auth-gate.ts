@@ -24,7 +24,7 @@ import {
 } from './auth-gate-setup.js';
 import type { AuthLayers } from './auth-layers.js';
 import type { Ipv6Network } from '../ipv6-networks.js';
-import { checkLayered, decideOne, plainSequence } from './auth-sequence.js';
+import { checkLayered, countChecked, decideOne, plainSequence } from './auth-sequence.js';
 import type { BrowserBudgetOptions, BudgetCheck } from './browser-budget.js';
 import {
   type AuthOutcome,
@@ -211,7 +211,7 @@ export function createAuthGate<Req>(
       const result =
         checked === undefined
           ? decideOne(r, limiter, subject, found, scope)
-          : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
+          : countChecked(checked, found);
       return subject.exempt ? penalized(p, result, found) : result;
     }
     return sequenceOf(budgets.browser(client), l, found, scope, acct);
@@ -236,7 +236,7 @@ export function createAuthGate<Req>(
     const checked = l && checkLayered(r, l, limiter.config.dryRun, checks, scope, acct);
     return checked === undefined
       ? plainSequence(r, checks, found, scope)
-      : mapMaybe(checked, (c) => (c.refused !== undefined ? c.refused : c.count(found)));
+      : countChecked(checked, found);
   }
 
   /**

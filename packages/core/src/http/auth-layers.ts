@@ -140,43 +140,73 @@ export class AuthLayers {
    * read in a second batch only then. `pairFailures` says whether a success must clear the pair.
    */
   check(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCheck> {
-    const l = this.#l;
-    const steps = this.#batch(base, () => [
-      at.pair?.step('check') ?? OPEN,
-      at.spray?.step('check') ?? OPEN,
-      at.byAccount?.step('check') ?? OPEN,
-      at.inScope?.step('check') ?? OPEN,
-    ]);
-    return mapMaybe(runSteps(steps), (answers): MaybePromise<LayerCheck> => {
-      const n = base.length;
-      const baseAnswers = answers.slice(0, n) as Decision[];
-      // A layer store full of lockouts cannot take a new key ('overflow'): that layer is open for
-      // it (nothing is held against it), and the client layer still limits the client. Refusing
-      // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
-      const p = openOnOverflow(answers[n] as Decision);
-      const spray = openOnOverflow(answers[n + 1] as Decision);
-      const a = openOnOverflow(answers[n + 2] as Decision);
-      const sc = openOnOverflow(answers[n + 3] as Decision);
-      // An escalating pair may hold no failures but the step of its last lockout, which a success
-      // must forget too: the check cannot show it, so a success then always clears the pair.
-      const pairFailures = p.allowed && (p.remaining < p.limit || l.pair?.escalate !== undefined);
-      const hard = worst(p, 'pair', spray, 'spray');
-      if (hard !== undefined || (a.allowed && sc.allowed))
-        return { base: baseAnswers, refused: hard, pairFailures };
-      const soft = (trust: readonly unknown[]): LayerCheck => {
-        const forAccount = (trust[0] as readonly boolean[])[0] === true;
-        const inScope = (trust[1] as readonly boolean[])[0] === true;
-        const refused = worst(
-          a.allowed || forAccount ? OPEN : a,
-          'account',
-          sc.allowed || inScope || forAccount ? OPEN : sc,
-          'scope',
-        );
-        return { base: baseAnswers, refused, pairFailures };
-      };
-      // Trust is read only now (under attack), from the tables a refusal depends on: an attack
-      // costs one store operation more, an ordinary login nothing.
-      return mapMaybe(runSteps(this.#trustReads(at, !sc.allowed)), soft);
+    const pinned = this.#pin();
+    let steps: Step<unknown>[];
+    try {
+      steps = (base as readonly Step<unknown>[]).concat(
+        at.pair?.step('check') ?? OPEN,
+        at.spray?.step('check') ?? OPEN,
+        at.byAccount?.step('check') ?? OPEN,
+        at.inScope?.step('check') ?? OPEN,
+      );
+    } finally {
+      if (pinned) this.#unpin();
+    }
+    const answers = runSteps(steps);
+    return isPromise(answers)
+      ? this.#checkedLater(at, base.length, answers)
+      : this.#checked(at, base.length, answers);
+  }
+
+  /*
+   * The asynchronous ways are functions of their own: an arrow over a call's variables makes V8
+   * allocate their context on entry to the call, which the synchronous way would pay for too.
+   */
+  #checkedLater(at: LayerAttempt, n: number, answers: Promise<unknown[]>): Promise<LayerCheck> {
+    return answers.then((got) => this.#checked(at, n, got));
+  }
+
+  /** The check's answers (`base`'s `n` first, then the layers'): refused or not, and why. */
+  #checked(at: LayerAttempt, n: number, answers: unknown[]): MaybePromise<LayerCheck> {
+    const baseAnswers = answers.slice(0, n) as Decision[];
+    // A layer store full of lockouts cannot take a new key ('overflow'): that layer is open for
+    // it (nothing is held against it), and the client layer still limits the client. Refusing
+    // would let a botnet that filled the layers' store with its own lockouts refuse everyone.
+    const p = openOnOverflow(answers[n] as Decision);
+    const spray = openOnOverflow(answers[n + 1] as Decision);
+    const a = openOnOverflow(answers[n + 2] as Decision);
+    const sc = openOnOverflow(answers[n + 3] as Decision);
+    // An escalating pair may hold no failures but the step of its last lockout, which a success
+    // must forget too: the check cannot show it, so a success then always clears the pair.
+    const pairFailures =
+      p.allowed && (p.remaining < p.limit || this.#l.pair?.escalate !== undefined);
+    const hard = worst(p, 'pair', spray, 'spray');
+    if (hard !== undefined || (a.allowed && sc.allowed))
+      return { base: baseAnswers, refused: hard, pairFailures };
+    return this.#underAttack(at, { base: baseAnswers, refused: undefined, pairFailures }, a, sc);
+  }
+
+  /**
+   * A soft layer refused (`a`, the account's answer, or `sc`, the scope's): the refusal stands
+   * for a client without trust. Trust is read only now, from the tables a refusal depends on: an
+   * attack costs one store operation more, an ordinary login nothing.
+   */
+  #underAttack(
+    at: LayerAttempt,
+    open: LayerCheck,
+    a: Decision,
+    sc: Decision,
+  ): MaybePromise<LayerCheck> {
+    return mapMaybe(runSteps(this.#trustReads(at, !sc.allowed)), (trust): LayerCheck => {
+      const forAccount = (trust[0] as readonly boolean[])[0] === true;
+      const inScope = (trust[1] as readonly boolean[])[0] === true;
+      const refused = worst(
+        a.allowed || forAccount ? OPEN : a,
+        'account',
+        sc.allowed || inScope || forAccount ? OPEN : sc,
+        'scope',
+      );
+      return { ...open, refused };
     });
   }
 
@@ -231,24 +261,22 @@ export class AuthLayers {
    * attempt started since `check` (refused like any attempt during it).
    */
   failure(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCount> {
-    const steps = this.#batch(base, () => [
-      at.pair?.step('recordFailure') ?? OPEN,
-      at.spray?.step('recordDistinct', at.account) ?? OPEN,
-      at.byAccount?.step('recordFailure') ?? OPEN,
-      at.inScope?.step('recordFailure') ?? OPEN,
-    ]);
-    return mapMaybe(runSteps(steps), (answers): LayerCount => {
-      const n = base.length;
-      return {
-        base: answers.slice(0, n) as Decision[],
-        raced: worst(
-          raced(answers[n] as Decision),
-          'pair',
-          raced(answers[n + 1] as Decision),
-          'spray',
-        ),
-      };
-    });
+    const pinned = this.#pin();
+    let steps: Step<unknown>[];
+    try {
+      steps = (base as readonly Step<unknown>[]).concat(
+        at.pair?.step('recordFailure') ?? OPEN,
+        at.spray?.step('recordDistinct', at.account) ?? OPEN,
+        at.byAccount?.step('recordFailure') ?? OPEN,
+        at.inScope?.step('recordFailure') ?? OPEN,
+      );
+    } finally {
+      if (pinned) this.#unpin();
+    }
+    const answers = runSteps(steps);
+    return isPromise(answers)
+      ? later(failureCount, base.length, answers)
+      : failureCount(base.length, answers);
   }
 
   /**
@@ -262,31 +290,35 @@ export class AuthLayers {
     base: readonly Step<Decision>[],
   ): MaybePromise<LayerCount> {
     const [accountTable, scopeTable] = this.#tables(at.scope);
-    const steps = this.#batch(base, () => {
-      const own: Step<unknown>[] = [
+    const pinned = this.#pin();
+    let steps: Step<unknown>[];
+    try {
+      steps = (base as readonly Step<unknown>[]).concat(
         pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
         this.#earn(scopeTable, 's', at.client),
-      ];
-      if (at.account !== undefined) own.push(this.#earn(accountTable, at.account, at.client));
-      return own;
-    });
-    return mapMaybe(runSteps(steps), (answers): LayerCount => {
-      const n = base.length;
-      const p = answers[n] as Decision;
-      return {
-        base: answers.slice(0, n) as Decision[],
-        raced: p.allowed ? undefined : withLayer(p, 'pair'),
-      };
-    });
+        at.account === undefined ? OPEN : this.#earn(accountTable, at.account, at.client),
+      );
+    } finally {
+      if (pinned) this.#unpin();
+    }
+    const answers = runSteps(steps);
+    return isPromise(answers)
+      ? later(successCount, base.length, answers)
+      : successCount(base.length, answers);
   }
 
-  /**
-   * `base`, then the layer steps `fn` makes, at one time of the layers' memory store (one clock
-   * read for the phase, as one script on Redis reads one TIME); elsewhere `fn` simply runs.
+  /*
+   * A phase's layer calls are made at one time of the layers' memory store (one clock read for the
+   * phase, as one script on Redis reads one TIME). Pinned and unpinned around the calls rather
+   * than through a closure: each closure over a call's variables costs the call an allocation of
+   * their context, and these run on every layered login (bench/NOTES.md).
    */
-  #batch(base: readonly Step<Decision>[], fn: () => Step<unknown>[]): Step<unknown>[] {
-    const own = this.#memory === undefined ? fn() : this.#memory.atOnce(fn);
-    return (base as readonly Step<unknown>[]).concat(own);
+  #pin(): boolean {
+    return this.#memory?.pinTime() ?? false;
+  }
+
+  #unpin(): void {
+    this.#memory?.unpinTime();
   }
 
   /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */
@@ -347,4 +379,30 @@ function worst(
 ): Decision | undefined {
   if (!b.allowed && (a.allowed || b.retryAfterMs > a.retryAfterMs)) return withLayer(b, layerB);
   return a.allowed ? undefined : withLayer(a, layerA);
+}
+
+/** A failure's answers (`n` of the client's, then the layers'): see {@link AuthLayers.failure}. */
+function failureCount(n: number, answers: unknown[]): LayerCount {
+  return {
+    base: answers.slice(0, n) as Decision[],
+    raced: worst(raced(answers[n] as Decision), 'pair', raced(answers[n + 1] as Decision), 'spray'),
+  };
+}
+
+/** A success's answers (`n` of the client's, then the pair's first): see {@link AuthLayers.success}. */
+function successCount(n: number, answers: unknown[]): LayerCount {
+  const p = answers[n] as Decision;
+  return {
+    base: answers.slice(0, n) as Decision[],
+    raced: p.allowed ? undefined : withLayer(p, 'pair'),
+  };
+}
+
+/** `count(n, answers)` once a shared store answers (see {@link AuthLayers.check} on why apart). */
+function later(
+  count: (n: number, answers: unknown[]) => LayerCount,
+  n: number,
+  answers: Promise<unknown[]>,
+): Promise<LayerCount> {
+  return answers.then((got) => count(n, got));
 }

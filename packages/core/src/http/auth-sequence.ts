@@ -1,10 +1,17 @@
 import type { Decision } from '../decision.js';
 import { type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
 import { type SubjectSteps, subjectSteps } from '../failure-step.js';
-import { type MaybePromise, mapMaybe } from '../promise.js';
+import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
+import type { Step } from '../store-batch.js';
 import type { AuthSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
-import { type AuthLayers, withLayer } from './auth-layers.js';
+import {
+  type AuthLayers,
+  type LayerAttempt,
+  type LayerCheck,
+  type LayerCount,
+  withLayer,
+} from './auth-layers.js';
 import { type BudgetCheck, eachMaybe, firstRefusal } from './browser-budget.js';
 import type { GateRefusals } from './refusals.js';
 
@@ -84,7 +91,7 @@ export type LayeredCheck =
   | { readonly refused: GateResult; readonly count?: undefined }
   | {
       readonly refused?: undefined;
-      readonly count: (outcome: 'ok' | 'invalid') => MaybePromise<GateResult>;
+      count(outcome: 'ok' | 'invalid'): MaybePromise<GateResult>;
     };
 
 /**
@@ -103,39 +110,112 @@ export function checkLayered(
   scope: string,
   acct: string | undefined,
 ): MaybePromise<LayeredCheck> | undefined {
-  const subjects = checks.map((c) => subjectSteps(c.limiter, c.subject, scope));
+  const subjects: SubjectSteps[] = [];
+  for (const c of checks) subjects.push(subjectSteps(c.limiter, c.subject, scope));
   const own = subjects[0] as SubjectSteps;
   if (own.exempt) return undefined;
-  const at = layers.attempt(own.key, acct, scope);
-  const before = subjects.map((s) => s.step('check'));
-  return mapMaybe(layers.check(at, before), (lay): LayeredCheck => {
+  const attempt = new LayeredAttempt(
+    r,
+    layers,
+    dryRun,
+    subjects,
+    layers.attempt(own.key, acct, scope),
+  );
+  const lay = layers.check(attempt.at, steps(subjects, 'check'));
+  return isPromise(lay) ? checkedLater(attempt, lay) : attempt.checked(lay);
+}
+
+/** `op` of each of `subjects`, as steps of one batch. */
+function steps(subjects: readonly SubjectSteps[], op: 'check' | 'recordFailure'): Step<Decision>[] {
+  const out: Step<Decision>[] = [];
+  for (const s of subjects) out.push(s.step(op));
+  return out;
+}
+
+/*
+ * The asynchronous ways are functions of their own: a closure over a call's variables makes V8
+ * allocate their context on entry to the call, which the synchronous way (a memory store) would
+ * pay for too.
+ */
+function checkedLater(attempt: LayeredAttempt, lay: Promise<LayerCheck>): Promise<LayeredCheck> {
+  return lay.then((l) => attempt.checked(l));
+}
+
+function countLater(
+  checked: Promise<LayeredCheck>,
+  outcome: 'ok' | 'invalid',
+): Promise<GateResult> {
+  return checked.then((c) => c.refused ?? c.count(outcome));
+}
+
+/** The result of a layered check, sync or not: its refusal, or its outcome counted. */
+export function countChecked(
+  checked: MaybePromise<LayeredCheck>,
+  outcome: 'ok' | 'invalid',
+): MaybePromise<GateResult> {
+  return isPromise(checked)
+    ? countLater(checked, outcome)
+    : (checked.refused ?? checked.count(outcome));
+}
+
+/*
+ * One layered attempt, as an object rather than closures over the check's answers: the sequence
+ * runs on every layered login, and each closure that captures a call's variables costs that call
+ * an allocation of their context (bench/NOTES.md).
+ */
+class LayeredAttempt {
+  readonly refused = undefined;
+  #pairFailures = false;
+
+  constructor(
+    readonly r: GateRefusals,
+    readonly layers: AuthLayers,
+    readonly dryRun: boolean,
+    readonly subjects: readonly SubjectSteps[],
+    readonly at: LayerAttempt,
+  ) {}
+
+  /** The check's answers: a refusal, or this attempt, ready to count its outcome. */
+  checked(lay: LayerCheck): LayeredCheck {
     const refused = firstRefusal(lay.base);
-    if (refused !== undefined) return { refused: r.refuse(withLayer(refused, 'client')) };
-    if (lay.refused !== undefined && !dryRun) return { refused: r.refuse(lay.refused) };
-    const success = (): MaybePromise<GateResult> =>
-      mapMaybe(
-        layers.success(at, lay.pairFailures, [own.step('recordSuccess')]),
-        ({ base: [after], raced }) => {
-          const a = after as Decision;
-          if (!a.allowed) return r.refuse(withLayer(a, 'client'));
-          if (raced !== undefined && !dryRun) return r.refuse(raced);
-          return { ok: true, decision: a };
-        },
-      );
-    const failure = (): MaybePromise<GateResult> =>
-      mapMaybe(
-        layers.failure(
-          at,
-          subjects.map((s) => s.step('recordFailure')),
-        ),
-        ({ base: after, raced }): GateResult => {
-          const lost = after.filter(refusedUncounted);
-          if (lost.length > 0) return r.refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
-          if (raced !== undefined && !dryRun) return r.refuse(raced);
-          return r.failed(after[0] as Decision, 'invalid');
-        },
-      );
-    // Not `then`: an object with a then() method would pass for a promise.
-    return { count: (outcome) => (outcome === 'ok' ? success() : failure()) };
-  });
+    if (refused !== undefined) return { refused: this.r.refuse(withLayer(refused, 'client')) };
+    if (lay.refused !== undefined && !this.dryRun) return { refused: this.r.refuse(lay.refused) };
+    this.#pairFailures = lay.pairFailures;
+    return this;
+  }
+
+  count(outcome: 'ok' | 'invalid'): MaybePromise<GateResult> {
+    if (outcome === 'ok') {
+      const own = this.subjects[0] as SubjectSteps;
+      const after = this.layers.success(this.at, this.#pairFailures, [own.step('recordSuccess')]);
+      return isPromise(after) ? later(this, after, true) : this.succeeded(after);
+    }
+    const after = this.layers.failure(this.at, steps(this.subjects, 'recordFailure'));
+    return isPromise(after) ? later(this, after, false) : this.failed(after);
+  }
+
+  /** A success counted: its answer, or the refusal a lockout that raced it stands for. */
+  succeeded({ base: [after], raced }: LayerCount): GateResult {
+    const a = after as Decision;
+    if (!a.allowed) return this.r.refuse(withLayer(a, 'client'));
+    if (raced !== undefined && !this.dryRun) return this.r.refuse(raced);
+    return { ok: true, decision: a };
+  }
+
+  /** A failure counted: its 401, or the refusal a lockout that raced it stands for. */
+  failed({ base: after, raced }: LayerCount): GateResult {
+    const lost = after.filter(refusedUncounted);
+    if (lost.length > 0) return this.r.refuse(withLayer(firstRefusal(lost) as Decision, 'client'));
+    if (raced !== undefined && !this.dryRun) return this.r.refuse(raced);
+    return this.r.failed(after[0] as Decision, 'invalid');
+  }
+}
+
+/** A count answered later (a shared store): see {@link checkedLater}. */
+function later(
+  attempt: LayeredAttempt,
+  after: Promise<LayerCount>,
+  success: boolean,
+): Promise<GateResult> {
+  return after.then((c) => (success ? attempt.succeeded(c) : attempt.failed(c)));
 }

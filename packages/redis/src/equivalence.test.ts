@@ -389,8 +389,10 @@ describe('RedisStore ≡ MemoryStore on random operation sequences', () => {
     });
     afterAll(() => {
       // The deny table answered locally in these runs (else the property proves nothing about it).
+      // How often depends on the sequences drawn: 136–182 of 300 runs with one process and 15–58
+      // of 150 with two were seen, so the bound is one in fifty, not a rate.
       if (mode === 'off') expect(answered).toBe(0);
-      else if (numRuns >= 30) expect(answered).toBeGreaterThan(numRuns / 10);
+      else if (numRuns >= 30) expect(answered).toBeGreaterThan(numRuns / 50);
     });
 
     it('every decision is identical, field for field', async () => {

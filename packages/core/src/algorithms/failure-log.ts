@@ -206,13 +206,22 @@ export function failureRecordDistinct(
   if (state.lockedUntil !== 0) return locked(state, now, rule, key);
   if (state.members === undefined) state.members = state.log.map(() => '');
   const members = state.members;
+  const log = state.log;
   const at = members.indexOf(member);
   if (at >= 0) {
-    members.splice(at, 1);
-    state.log.splice(at, 1);
+    // The later failures move up one and this one takes the last place: what splice and push
+    // would leave, without the array splice allocates, or the regrowth a push after it may pay.
+    const last = log.length - 1;
+    for (let i = at; i < last; i++) {
+      log[i] = log[i + 1] as number;
+      members[i] = members[i + 1] as string;
+    }
+    log[last] = now;
+    members[last] = member;
+  } else {
+    log.push(now);
+    members.push(member);
   }
-  state.log.push(now);
-  members.push(member);
   return counted(state, now, rule, key);
 }
 

@@ -140,18 +140,7 @@ export class AuthLayers {
    * read in a second batch only then. `pairFailures` says whether a success must clear the pair.
    */
   check(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCheck> {
-    const pinned = this.#pin();
-    let steps: Step<unknown>[];
-    try {
-      steps = (base as readonly Step<unknown>[]).concat(
-        at.pair?.step('check') ?? OPEN,
-        at.spray?.step('check') ?? OPEN,
-        at.byAccount?.step('check') ?? OPEN,
-        at.inScope?.step('check') ?? OPEN,
-      );
-    } finally {
-      if (pinned) this.#unpin();
-    }
+    const steps = this.#steps(at, base, 'check', false);
     const answers = runSteps(steps);
     return isPromise(answers)
       ? this.#checkedLater(at, base.length, answers)
@@ -261,18 +250,7 @@ export class AuthLayers {
    * attempt started since `check` (refused like any attempt during it).
    */
   failure(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCount> {
-    const pinned = this.#pin();
-    let steps: Step<unknown>[];
-    try {
-      steps = (base as readonly Step<unknown>[]).concat(
-        at.pair?.step('recordFailure') ?? OPEN,
-        at.spray?.step('recordDistinct', at.account) ?? OPEN,
-        at.byAccount?.step('recordFailure') ?? OPEN,
-        at.inScope?.step('recordFailure') ?? OPEN,
-      );
-    } finally {
-      if (pinned) this.#unpin();
-    }
+    const steps = this.#steps(at, base, 'failure', false);
     const answers = runSteps(steps);
     return isPromise(answers)
       ? later(failureCount, base.length, answers)
@@ -289,11 +267,42 @@ export class AuthLayers {
     pairFailures: boolean,
     base: readonly Step<Decision>[],
   ): MaybePromise<LayerCount> {
-    const [accountTable, scopeTable] = this.#tables(at.scope);
+    const steps = this.#steps(at, base, 'success', pairFailures);
+    const answers = runSteps(steps);
+    return isPromise(answers)
+      ? later(successCount, base.length, answers)
+      : successCount(base.length, answers);
+  }
+
+  /**
+   * `base`, then the layer steps of `phase` for `at` (a success clears the pair only with
+   * `pairFailures`), made while the layers' memory store holds one time.
+   */
+  #steps(
+    at: LayerAttempt,
+    base: readonly Step<Decision>[],
+    phase: 'check' | 'failure' | 'success',
+    pairFailures: boolean,
+  ): Step<unknown>[] {
+    const all = base as readonly Step<unknown>[];
     const pinned = this.#pin();
-    let steps: Step<unknown>[];
     try {
-      steps = (base as readonly Step<unknown>[]).concat(
+      if (phase === 'check')
+        return all.concat(
+          at.pair?.step('check') ?? OPEN,
+          at.spray?.step('check') ?? OPEN,
+          at.byAccount?.step('check') ?? OPEN,
+          at.inScope?.step('check') ?? OPEN,
+        );
+      if (phase === 'failure')
+        return all.concat(
+          at.pair?.step('recordFailure') ?? OPEN,
+          at.spray?.step('recordDistinct', at.account) ?? OPEN,
+          at.byAccount?.step('recordFailure') ?? OPEN,
+          at.inScope?.step('recordFailure') ?? OPEN,
+        );
+      const [accountTable, scopeTable] = this.#tables(at.scope);
+      return all.concat(
         pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
         this.#earn(scopeTable, 's', at.client),
         at.account === undefined ? OPEN : this.#earn(accountTable, at.account, at.client),
@@ -301,10 +310,6 @@ export class AuthLayers {
     } finally {
       if (pinned) this.#unpin();
     }
-    const answers = runSteps(steps);
-    return isPromise(answers)
-      ? later(successCount, base.length, answers)
-      : successCount(base.length, answers);
   }
 
   /*

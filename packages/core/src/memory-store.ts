@@ -251,7 +251,7 @@ export class MemoryStore implements store.Store {
 
   /**
    * Starts what {@link atOnce} runs `fn` in, for a caller that makes its calls without a function:
-   * true when this call pinned the time (undefined when it was pinned already), and must then
+   * true when this call pinned the time (false when it was pinned already), and must then
    * {@link unpinTime} once its calls are made, in a `finally`.
    * @internal for the auth gate's layers
    */

@@ -138,13 +138,12 @@ export class AuthLayers {
    * `base` (the client limiter's own checks), whose answers come back as they are. Hard layers
    * (pair, spray) refuse outright; soft ones (account, scope) refuse only a client without trust,
    * read in a second batch only then. `pairFailures` says whether a success must clear the pair.
+   * `base` is a new array of the caller's: the layers' steps are appended to it.
    */
-  check(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCheck> {
-    const steps = this.#steps(at, base, 'check', false);
-    const answers = runSteps(steps);
-    return isPromise(answers)
-      ? this.#checkedLater(at, base.length, answers)
-      : this.#checked(at, base.length, answers);
+  check(at: LayerAttempt, base: Step<unknown>[]): MaybePromise<LayerCheck> {
+    const n = base.length;
+    const answers = runSteps(this.#steps(at, base, 'check', false));
+    return isPromise(answers) ? this.#checkedLater(at, n, answers) : this.#checked(at, n, answers);
   }
 
   /*
@@ -247,66 +246,69 @@ export class AuthLayers {
   /**
    * A wrong credential: counted in every layer at once, in one batch with `base` (the client
    * limiter's own failures). `raced` is the refusal of a hard layer whose lockout a concurrent
-   * attempt started since `check` (refused like any attempt during it).
+   * attempt started since `check` (refused like any attempt during it). `base` is appended to,
+   * as in {@link check}.
    */
-  failure(at: LayerAttempt, base: readonly Step<Decision>[]): MaybePromise<LayerCount> {
-    const steps = this.#steps(at, base, 'failure', false);
-    const answers = runSteps(steps);
-    return isPromise(answers)
-      ? later(failureCount, base.length, answers)
-      : failureCount(base.length, answers);
+  failure(at: LayerAttempt, base: Step<unknown>[]): MaybePromise<LayerCount> {
+    const n = base.length;
+    const answers = runSteps(this.#steps(at, base, 'failure', false));
+    return isPromise(answers) ? later(failureCount, n, answers) : failureCount(n, answers);
   }
 
   /**
    * A right credential, in one batch with `base` (the client limiter's own success): the pair's
    * failures go (when it had any), and the client is trusted for the account and in the scope.
-   * `raced` is the pair's lockout if a concurrent attempt started one.
+   * `raced` is the pair's lockout if a concurrent attempt started one. `base` is appended to, as
+   * in {@link check}.
    */
   success(
     at: LayerAttempt,
     pairFailures: boolean,
-    base: readonly Step<Decision>[],
+    base: Step<unknown>[],
   ): MaybePromise<LayerCount> {
-    const steps = this.#steps(at, base, 'success', pairFailures);
-    const answers = runSteps(steps);
-    return isPromise(answers)
-      ? later(successCount, base.length, answers)
-      : successCount(base.length, answers);
+    const n = base.length;
+    const answers = runSteps(this.#steps(at, base, 'success', pairFailures));
+    return isPromise(answers) ? later(successCount, n, answers) : successCount(n, answers);
   }
 
   /**
-   * `base`, then the layer steps of `phase` for `at` (a success clears the pair only with
-   * `pairFailures`), made while the layers' memory store holds one time.
+   * `base` with the layer steps of `phase` for `at` appended (a success clears the pair only
+   * with `pairFailures`), made while the layers' memory store holds one time. `base` is the
+   * caller's own new array: appended to in place, since `concat` with steps that are objects
+   * looks up `Symbol.isConcatSpreadable` on each and leaves V8's fast path (a quarter of a
+   * layered login's own time, bench/NOTES.md).
    */
   #steps(
     at: LayerAttempt,
-    base: readonly Step<Decision>[],
+    base: Step<unknown>[],
     phase: 'check' | 'failure' | 'success',
     pairFailures: boolean,
   ): Step<unknown>[] {
-    const all = base as readonly Step<unknown>[];
     const pinned = this.#pin();
     try {
       if (phase === 'check')
-        return all.concat(
+        base.push(
           at.pair?.step('check') ?? OPEN,
           at.spray?.step('check') ?? OPEN,
           at.byAccount?.step('check') ?? OPEN,
           at.inScope?.step('check') ?? OPEN,
         );
-      if (phase === 'failure')
-        return all.concat(
+      else if (phase === 'failure')
+        base.push(
           at.pair?.step('recordFailure') ?? OPEN,
           at.spray?.step('recordDistinct', at.account) ?? OPEN,
           at.byAccount?.step('recordFailure') ?? OPEN,
           at.inScope?.step('recordFailure') ?? OPEN,
         );
-      const [accountTable, scopeTable] = this.#tables(at.scope);
-      return all.concat(
-        pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
-        this.#earn(scopeTable, 's', at.client),
-        at.account === undefined ? OPEN : this.#earn(accountTable, at.account, at.client),
-      );
+      else {
+        const [accountTable, scopeTable] = this.#tables(at.scope);
+        base.push(
+          pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
+          this.#earn(scopeTable, 's', at.client),
+          at.account === undefined ? OPEN : this.#earn(accountTable, at.account, at.client),
+        );
+      }
+      return base;
     } finally {
       if (pinned) this.#unpin();
     }

@@ -125,9 +125,9 @@ export function checkLayered(
   return isPromise(lay) ? checkedLater(attempt, lay) : attempt.checked(lay);
 }
 
-/** `op` of each of `subjects`, as steps of one batch. */
-function steps(subjects: readonly SubjectSteps[], op: 'check' | 'recordFailure'): Step<Decision>[] {
-  const out: Step<Decision>[] = [];
+/** `op` of each of `subjects`, as steps of one batch (a new array, which the layers append to). */
+function steps(subjects: readonly SubjectSteps[], op: 'check' | 'recordFailure'): Step<unknown>[] {
+  const out: Step<unknown>[] = [];
   for (const s of subjects) out.push(s.step(op));
   return out;
 }

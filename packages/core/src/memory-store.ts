@@ -252,13 +252,20 @@ export class MemoryStore implements store.Store {
   /**
    * Starts what {@link atOnce} runs `fn` in, for a caller that makes its calls without a function:
    * true when this call pinned the time (false when it was pinned already), and must then
-   * {@link unpinTime} once its calls are made, in a `finally`.
+   * {@link unpinTime} once its calls are made, in a `finally`. `at`: a time of this store's clock
+   * that another store read for the same calls (its sibling's {@link pinnedTime}), pinned instead
+   * of reading the clock again.
    * @internal for the auth gate's layers
    */
-  pinTime(): boolean {
+  pinTime(at?: number): boolean {
     if (this.#pinned !== undefined) return false;
-    this.#pinned = this.#now();
+    this.#pinned = at === undefined ? this.#now() : this.#observe(at);
     return true;
+  }
+
+  /** The time {@link pinTime} pinned, while it holds. @internal */
+  get pinnedTime(): number | undefined {
+    return this.#pinned;
   }
 
   /** Ends what {@link pinTime} started. @internal */
@@ -369,7 +376,11 @@ export class MemoryStore implements store.Store {
   /** The clock's time; a step back forgets the saturation instant, which may lie far ahead. */
   #now(): number {
     if (this.#pinned !== undefined) return this.#pinned;
-    const now = this.#clock.now();
+    return this.#observe(this.#clock.now());
+  }
+
+  /** `now`, a time of the clock, as this store's latest: a step back is noticed as `#now` does. */
+  #observe(now: number): number {
     if (now < this.#lastNow) this.#pool.steppedBack();
     this.#lastNow = now;
     return now;

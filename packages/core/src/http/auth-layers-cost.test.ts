@@ -222,4 +222,58 @@ describe('the cost of the layers in store operations (docs/design.md#defence-in-
       await gate.close();
     }
   });
+
+  it('on the memory store a layered phase reads the clock once, for the client and the layers', () => {
+    const clock = manualClock(1_000_000);
+    let reads = 0;
+    const counting = {
+      now() {
+        reads++;
+        return clock.now();
+      },
+    };
+    for (const extra of [{}, layered]) {
+      const gate = createAuthGate<Login>({
+        verify: (r) => (r.password === 'right' ? 'ok' : 'invalid'),
+        clock: counting,
+        timers: clock,
+        ...extra,
+      });
+      const counted = (password: string) => {
+        reads = 0;
+        const r = gate.run(raw('203.0.113.1'), { user: 'alice', password }) as GateResult;
+        return [r.ok ? 200 : r.answer.status, reads];
+      };
+      // The check, then the count: one read each, with the layers as without them.
+      expect(counted('wrong')).toEqual([401, 2]);
+      expect(counted('right')).toEqual([200, 2]);
+      void gate.close();
+    }
+  });
+
+  it('a clock that stepped back between two layered phases changes no answer', () => {
+    const clock = manualClock(1_000_000);
+    const gate = createAuthGate<Login>({
+      verify: (r) => (r.password === 'right' ? 'ok' : 'invalid'),
+      clock,
+      timers: clock,
+      maxAttempts: 2,
+      lockoutMs: 60_000,
+      ...layered,
+    });
+    const status = (password: string) => {
+      const r = gate.run(raw('203.0.113.1'), { user: 'alice', password }) as GateResult;
+      return r.ok ? 200 : r.answer.status;
+    };
+    expect(status('wrong')).toBe(401);
+    clock.set(1_000_000 - 30_000);
+    // The second failure counts (the first, stamped ahead of the clock, reads as now) and locks.
+    expect(status('wrong')).toBe(401);
+    // Locked at the stepped-back time for the full lockout: still refused just before it ends.
+    clock.set(1_000_000 - 30_000 + 59_999);
+    expect(status('right')).toBe(429);
+    clock.set(1_000_000 - 30_000 + 60_000);
+    expect(status('right')).toBe(200);
+    void gate.close();
+  });
 });

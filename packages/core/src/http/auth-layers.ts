@@ -69,6 +69,8 @@ export class AuthLayers {
   readonly #store: Store;
   /** The layers' store when it is a memory store (its calls answer at once). */
   readonly #memory: MemoryStore | undefined;
+  /** The client limiter's store when it is a memory store apart from the layers' (its sibling). */
+  readonly #clientMemory: MemoryStore | undefined;
   readonly #table: string;
   readonly #scopeTable: string;
   readonly #tableNames = new Map<string, readonly [string, string]>();
@@ -81,6 +83,8 @@ export class AuthLayers {
     const store = siblingOf(client.store, 'layers');
     this.#store = store;
     this.#memory = store instanceof MemoryStore ? store : undefined;
+    this.#clientMemory =
+      client.store instanceof MemoryStore && client.store !== store ? client.store : undefined;
     // Account trust and scope trust are two tables: in one, the scope's group (every trusted
     // client) would always be the largest and give its trusts first to any account's new one.
     this.#table = `${name}.trust:`;
@@ -138,9 +142,9 @@ export class AuthLayers {
    * `base` (the client limiter's own checks), whose answers come back as they are. Hard layers
    * (pair, spray) refuse outright; soft ones (account, scope) refuse only a client without trust,
    * read in a second batch only then. `pairFailures` says whether a success must clear the pair.
-   * `base` is a new array of the caller's: the layers' steps are appended to it.
+   * `base` holds the client's subjects (its own first), whose checks are made in the same batch.
    */
-  check(at: LayerAttempt, base: Step<unknown>[]): MaybePromise<LayerCheck> {
+  check(at: LayerAttempt, base: readonly SubjectSteps[]): MaybePromise<LayerCheck> {
     const n = base.length;
     const answers = runSteps(this.#steps(at, base, 'check', false));
     return isPromise(answers) ? this.#checkedLater(at, n, answers) : this.#checked(at, n, answers);
@@ -246,10 +250,10 @@ export class AuthLayers {
   /**
    * A wrong credential: counted in every layer at once, in one batch with `base` (the client
    * limiter's own failures). `raced` is the refusal of a hard layer whose lockout a concurrent
-   * attempt started since `check` (refused like any attempt during it). `base` is appended to,
-   * as in {@link check}.
+   * attempt started since `check` (refused like any attempt during it). `base`: the client's
+   * subjects, as in {@link check}; a failure counts in each.
    */
-  failure(at: LayerAttempt, base: Step<unknown>[]): MaybePromise<LayerCount> {
+  failure(at: LayerAttempt, base: readonly SubjectSteps[]): MaybePromise<LayerCount> {
     const n = base.length;
     const answers = runSteps(this.#steps(at, base, 'failure', false));
     return isPromise(answers) ? later(failureCount, n, answers) : failureCount(n, answers);
@@ -258,74 +262,79 @@ export class AuthLayers {
   /**
    * A right credential, in one batch with `base` (the client limiter's own success): the pair's
    * failures go (when it had any), and the client is trusted for the account and in the scope.
-   * `raced` is the pair's lockout if a concurrent attempt started one. `base` is appended to, as
-   * in {@link check}.
+   * `raced` is the pair's lockout if a concurrent attempt started one. `own`: the client's own
+   * subject (a success resets only its budget).
    */
-  success(
-    at: LayerAttempt,
-    pairFailures: boolean,
-    base: Step<unknown>[],
-  ): MaybePromise<LayerCount> {
-    const n = base.length;
-    const answers = runSteps(this.#steps(at, base, 'success', pairFailures));
-    return isPromise(answers) ? later(successCount, n, answers) : successCount(n, answers);
+  success(at: LayerAttempt, pairFailures: boolean, own: SubjectSteps): MaybePromise<LayerCount> {
+    const answers = runSteps(this.#steps(at, [own], 'success', pairFailures));
+    return isPromise(answers) ? later(successCount, 1, answers) : successCount(1, answers);
   }
 
   /**
-   * `base` with the layer steps of `phase` for `at` appended (a success clears the pair only
-   * with `pairFailures`), made while the layers' memory store holds one time. `base` is the
-   * caller's own new array: appended to in place, since `concat` with steps that are objects
-   * looks up `Symbol.isConcatSpreadable` on each and leaves V8's fast path (a quarter of a
-   * layered login's own time, bench/NOTES.md).
+   * The batch of `phase` for `at`: the steps of the client's subjects `base` (a success: of the
+   * first only), then the layers' (a success clears the pair only with `pairFailures`), all made
+   * while the memory stores hold one time. Built by pushing: `concat` with steps that are objects
+   * looks up `Symbol.isConcatSpreadable` on each and leaves V8's fast path (a quarter of a layered
+   * login's own time, bench/NOTES.md).
    */
   #steps(
     at: LayerAttempt,
-    base: Step<unknown>[],
+    base: readonly SubjectSteps[],
     phase: 'check' | 'failure' | 'success',
     pairFailures: boolean,
   ): Step<unknown>[] {
+    const out: Step<unknown>[] = [];
     const pinned = this.#pin();
     try {
-      if (phase === 'check')
-        base.push(
+      if (phase === 'check') {
+        for (const s of base) out.push(s.step('check'));
+        out.push(
           at.pair?.step('check') ?? OPEN,
           at.spray?.step('check') ?? OPEN,
           at.byAccount?.step('check') ?? OPEN,
           at.inScope?.step('check') ?? OPEN,
         );
-      else if (phase === 'failure')
-        base.push(
+      } else if (phase === 'failure') {
+        for (const s of base) out.push(s.step('recordFailure'));
+        out.push(
           at.pair?.step('recordFailure') ?? OPEN,
           at.spray?.step('recordDistinct', at.account) ?? OPEN,
           at.byAccount?.step('recordFailure') ?? OPEN,
           at.inScope?.step('recordFailure') ?? OPEN,
         );
-      else {
+      } else {
         const [accountTable, scopeTable] = this.#tables(at.scope);
-        base.push(
+        out.push(
+          (base[0] as SubjectSteps).step('recordSuccess'),
           pairFailures && at.pair !== undefined ? at.pair.step('recordSuccess') : OPEN,
           this.#earn(scopeTable, 's', at.client),
           at.account === undefined ? OPEN : this.#earn(accountTable, at.account, at.client),
         );
       }
-      return base;
+      return out;
     } finally {
-      if (pinned) this.#unpin();
+      this.#unpin(pinned);
     }
   }
 
   /*
-   * A phase's layer calls are made at one time of the layers' memory store (one clock read for the
-   * phase, as one script on Redis reads one TIME). Pinned and unpinned around the calls rather
-   * than through a closure: each closure over a call's variables costs the call an allocation of
-   * their context, and these run on every layered login (bench/NOTES.md).
+   * A phase's calls are made at one time of the client's memory store and of the layers' (one
+   * clock read for the phase, as one script on Redis reads one TIME for the client's keys and the
+   * layers'). Pinned and unpinned around the calls rather than through a closure: each closure
+   * over a call's variables costs the call an allocation of their context, and these run on every
+   * layered login (bench/NOTES.md). Returns which stores this call pinned (1: the client's, 2:
+   * the layers'), for {@link #unpin}.
    */
-  #pin(): boolean {
-    return this.#memory?.pinTime() ?? false;
+  #pin(): number {
+    const client = this.#clientMemory;
+    let pinned = client?.pinTime() === true ? 1 : 0;
+    if (this.#memory?.pinTime(client?.pinnedTime) === true) pinned |= 2;
+    return pinned;
   }
 
-  #unpin(): void {
-    this.#memory?.unpinTime();
+  #unpin(pinned: number): void {
+    if ((pinned & 1) !== 0) this.#clientMemory?.unpinTime();
+    if ((pinned & 2) !== 0) this.#memory?.unpinTime();
   }
 
   /** `client` authenticated for `group` (an account's key, or `s`) of `table`. */

@@ -2,7 +2,6 @@ import type { Decision } from '../decision.js';
 import { type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
 import { type SubjectSteps, subjectSteps } from '../failure-step.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
-import type { Step } from '../store-batch.js';
 import type { AuthSubject } from '../subject.js';
 import type { GateResult } from './answer.js';
 import {
@@ -121,15 +120,8 @@ export function checkLayered(
     subjects,
     layers.attempt(own.key, acct, scope),
   );
-  const lay = layers.check(attempt.at, steps(subjects, 'check'));
+  const lay = layers.check(attempt.at, subjects);
   return isPromise(lay) ? checkedLater(attempt, lay) : attempt.checked(lay);
-}
-
-/** `op` of each of `subjects`, as steps of one batch (a new array, which the layers append to). */
-function steps(subjects: readonly SubjectSteps[], op: 'check' | 'recordFailure'): Step<unknown>[] {
-  const out: Step<unknown>[] = [];
-  for (const s of subjects) out.push(s.step(op));
-  return out;
 }
 
 /*
@@ -187,10 +179,10 @@ class LayeredAttempt {
   count(outcome: 'ok' | 'invalid'): MaybePromise<GateResult> {
     if (outcome === 'ok') {
       const own = this.subjects[0] as SubjectSteps;
-      const after = this.layers.success(this.at, this.#pairFailures, [own.step('recordSuccess')]);
+      const after = this.layers.success(this.at, this.#pairFailures, own);
       return isPromise(after) ? later(this, after, true) : this.succeeded(after);
     }
-    const after = this.layers.failure(this.at, steps(this.subjects, 'recordFailure'));
+    const after = this.layers.failure(this.at, this.subjects);
     return isPromise(after) ? later(this, after, false) : this.failed(after);
   }
 

@@ -260,13 +260,17 @@ export class AuthLayers {
   }
 
   /**
-   * A right credential, in one batch with `base` (the client limiter's own success): the pair's
-   * failures go (when it had any), and the client is trusted for the account and in the scope.
-   * `raced` is the pair's lockout if a concurrent attempt started one. `own`: the client's own
-   * subject (a success resets only its budget).
+   * A right credential, in one batch with the client's own success (`base`'s first subject: a
+   * success resets only the client's own budget): the pair's failures go (when it had any), and
+   * the client is trusted for the account and in the scope. `raced` is the pair's lockout if a
+   * concurrent attempt started one.
    */
-  success(at: LayerAttempt, pairFailures: boolean, own: SubjectSteps): MaybePromise<LayerCount> {
-    const answers = runSteps(this.#steps(at, [own], 'success', pairFailures));
+  success(
+    at: LayerAttempt,
+    pairFailures: boolean,
+    base: readonly SubjectSteps[],
+  ): MaybePromise<LayerCount> {
+    const answers = runSteps(this.#steps(at, base, 'success', pairFailures));
     return isPromise(answers) ? later(successCount, 1, answers) : successCount(1, answers);
   }
 

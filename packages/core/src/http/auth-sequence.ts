@@ -178,8 +178,7 @@ class LayeredAttempt {
 
   count(outcome: 'ok' | 'invalid'): MaybePromise<GateResult> {
     if (outcome === 'ok') {
-      const own = this.subjects[0] as SubjectSteps;
-      const after = this.layers.success(this.at, this.#pairFailures, own);
+      const after = this.layers.success(this.at, this.#pairFailures, this.subjects);
       return isPromise(after) ? later(this, after, true) : this.succeeded(after);
     }
     const after = this.layers.failure(this.at, this.subjects);

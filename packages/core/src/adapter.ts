@@ -20,6 +20,7 @@ export { type WithoutUndefined, withoutUndefined } from './without-undefined.js'
 export { sessionCreationLimiterSpec } from './session-creation.js';
 export { windowLimiterSpec } from './window-limiter.js';
 export { timeStoreCall } from './events.js';
+export { keepShape } from './keep-shape.js';
 export { byEnd } from './store.js';
 export { batchCalls, callStore } from './store-batch.js';
 export { LinkedDecision } from './decision.js';

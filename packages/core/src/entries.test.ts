@@ -67,6 +67,7 @@ describe('the entry points', () => {
         'HOOK_ERROR',
         'integerOption',
         'isPromise',
+        'keepShape',
         'LinkedDecision',
         'knownOutcome',
         'mapMaybe',

@@ -2,6 +2,7 @@ import type { Decision } from './decision.js';
 import type { FailureKeys, ResolvedSubject } from './failure-keys.js';
 import type { FailureLimiter, Subject } from './failure-limiter.js';
 import { normalizeScope } from './failure-options.js';
+import { keepShape, PLACEHOLDER } from './keep-shape.js';
 import type { FailureDecision } from './store.js';
 import { type Step, StoreStep } from './store-batch.js';
 
@@ -70,6 +71,9 @@ class KeyedSteps implements SubjectSteps {
     return keyStep(this.keys, op, this.subject, this.scope, member);
   }
 }
+
+// A login's steps live for that login only: see keepShape.
+keepShape(new KeyedSteps(PLACEHOLDER, { key: '', exempt: false }, ''));
 
 /**
  * `op` of `subject` as a step of a gate's batch: a store call with what turns its answer into

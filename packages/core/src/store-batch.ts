@@ -1,3 +1,4 @@
+import { keepShape, PLACEHOLDER } from './keep-shape.js';
 import { isPromise, type MaybePromise } from './promise.js';
 import type { Store, StoreAnswer, StoreCall } from './store.js';
 
@@ -62,6 +63,9 @@ export class StoreStep<T> {
     readonly finish: (answer: StoreAnswer) => T,
   ) {}
 }
+
+// A step lives for its phase of a login only: see keepShape.
+keepShape(new StoreStep(PLACEHOLDER, PLACEHOLDER, PLACEHOLDER));
 
 /** A step's answer: known already (exempt, a private table, a foreign limiter) or a store call. */
 export type Step<T> = MaybePromise<T> | StoreStep<T>;

@@ -1,4 +1,5 @@
 import type { Timers } from '@portcullis/core';
+import { keepShape } from '@portcullis/core/adapter';
 
 /**
  * The default timers of the per-call deadline: ref'ed, so a pending call keeps the process alive
@@ -21,6 +22,9 @@ export class Pending {
     this.expire = expire;
   }
 }
+
+// A pending call lives until its reply only: see keepShape.
+keepShape(new Pending(0, () => undefined));
 
 /**
  * The deadlines of the calls in flight under the system timers, all `ms` long: one list in the

@@ -1,4 +1,5 @@
 import type { MaybePromise } from '@portcullis/core';
+import { keepShape } from '@portcullis/core/adapter';
 import type { BatchedCall } from './batch-script.js';
 import { TRUST_SCRIPT } from './trust-script.js';
 
@@ -28,3 +29,15 @@ export class ScriptCall<T> {
     };
   }
 }
+
+// A call lives until its reply only: see keepShape.
+keepShape(
+  new ScriptCall<undefined>(
+    [],
+    '',
+    false,
+    () => true,
+    () => undefined,
+    () => undefined,
+  ),
+);

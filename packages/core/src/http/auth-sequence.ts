@@ -3,6 +3,7 @@ import { type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
 import { type SubjectSteps, subjectSteps } from '../failure-step.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import type { AuthSubject } from '../subject.js';
+import { keepShape, PLACEHOLDER } from '../keep-shape.js';
 import type { GateResult } from './answer.js';
 import {
   type AuthLayers,
@@ -201,6 +202,9 @@ class LayeredAttempt {
     return this.r.failed(after[0] as Decision, 'invalid');
   }
 }
+
+// An attempt lives for its login only: see keepShape.
+keepShape(new LayeredAttempt(PLACEHOLDER, PLACEHOLDER, false, [], PLACEHOLDER));
 
 /** A count answered later (a shared store): see {@link checkedLater}. */
 function later(

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { MemoryStore } from '@portcullis/core';
 import { createAuthGate } from '@portcullis/core/adapter';
 
 const require = createRequire(import.meta.url);
@@ -77,8 +78,12 @@ function requests(count) {
  * so that no contender pays for another's shapes at the call site; a loop awaits only when its
  * contender returns promises (rate-limiter-flexible does: that is how it is used). The figure is
  * CPU time (user + system, every thread: GC included) per call. Every sample starts after a full
- * collection and a 25 ms pause for the sweeping that follows it.
+ * collection and a 25 ms pause for the sweeping that follows it, unless BENCH_LOGIN_GC=0: a full
+ * collection can discard optimized code whose objects' shapes it let go of (rate-limiter-flexible's
+ * does, bench/NOTES.md "Shapes a full collection took"), which then starts the sample slower than
+ * a server between two rarer collections runs.
  */
+const COLLECT = process.env.BENCH_LOGIN_GC !== '0';
 const SYNC_LOOP =
   'return function (fn, from, to) { const c = process.cpuUsage(); for (let i = from; i < to; i++) fn(i); const u = process.cpuUsage(c); return ((u.user + u.system) * 1000) / (to - from); }';
 const ASYNC_LOOP =
@@ -95,8 +100,10 @@ async function time(fn, from, to) {
     loop = new Function(isAsync ? ASYNC_LOOP : SYNC_LOOP)();
     loops.set(fn, loop);
   }
-  globalThis.gc?.();
-  await new Promise((resolve) => setTimeout(resolve, 25));
+  if (COLLECT) {
+    globalThis.gc?.();
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
   return loop(fn, from, to);
 }
 
@@ -295,6 +302,72 @@ function mapFloor(layers) {
   };
 }
 
+/**
+ * (e) The memory store's own share of the layered gate: the store calls that gate (b) makes for an
+ * attempt, on two memory stores as (b) has them (the client's table in one, the four layers'
+ * tables and the trust tables in its sibling), each phase at one time, with nothing around them:
+ * no client resolution (the address is the key), no gate, no limiter, no decision of its own, no
+ * events. It reaches into the store's internal tables and time pinning (`failureTable`,
+ * `pinTime`), which only the gate's plumbing uses. What the layered gate costs beyond it is the
+ * gate's own path; the rest is the store's reads of five keys (bench/NOTES.md "Where a layered
+ * wrong password's time goes").
+ */
+function storeCalls() {
+  const clientStore = new MemoryStore({ maxEntries: MAX_ENTRIES });
+  const layerStore = new MemoryStore({ maxEntries: MAX_ENTRIES });
+  const rule = (maxAttempts, windowMs, lockoutMs) => ({ maxAttempts, windowMs, lockoutMs });
+  const client = clientStore.failureTable(`auth:${SCOPE}`);
+  const clientRule = rule(10, 60_000, 300_000);
+  const pair = layerStore.failureTable(`auth.pair:${SCOPE}`);
+  const pairRule = rule(20, 3_600_000, 3_600_000);
+  const spray = layerStore.failureTable(`auth.spray:${SCOPE}`);
+  const sprayRule = rule(10, 600_000, 3_600_000);
+  const accounts = layerStore.failureTable(`auth.account:${SCOPE}`);
+  const accountRule = rule(100, 3_600_000, 3_600_000);
+  const scope = layerStore.failureTable(`auth.scope:${SCOPE}`);
+  const trust = { trustMs: 2_592_000_000, maxTrusted: 10_000 };
+  const [accountTrust, scopeTrust] = [`auth.trust:${SCOPE}`, `auth.scope-trust:${SCOPE}`];
+  const pin = () => {
+    clientStore.pinTime();
+    layerStore.pinTime(clientStore.pinnedTime);
+  };
+  const unpin = () => {
+    clientStore.unpinTime();
+    layerStore.unpinTime();
+  };
+  return (raw, account, outcome) => {
+    const ip = raw.socket.remoteAddress;
+    const accountKey = `account:${account}`;
+    const pairKey = `${ip}\u0000${accountKey}`;
+    pin();
+    const c = client.checkFailures(ip, clientRule);
+    const p = pair.checkFailures(pairKey, pairRule);
+    const sp = spray.checkFailures(ip, sprayRule);
+    const a = accounts.checkFailures(accountKey, accountRule);
+    const sc = scope.checkFailures('*', SCOPE_BUDGET);
+    unpin();
+    if (!c.allowed || !p.allowed || !sp.allowed || !a.allowed || !sc.allowed) return 429;
+    pin();
+    try {
+      if (outcome === 'ok') {
+        client.recordSuccess(ip, clientRule);
+        if (p.remaining < p.limit) pair.recordSuccess(pairKey, pairRule);
+        layerStore.trust(scopeTrust, 's', ip, trust);
+        layerStore.trust(accountTrust, accountKey, ip, trust);
+        return 200;
+      }
+      client.recordFailure(ip, clientRule);
+      pair.recordFailure(pairKey, pairRule);
+      spray.recordDistinct(ip, accountKey, sprayRule);
+      accounts.recordFailure(accountKey, accountRule);
+      scope.recordFailure('*', SCOPE_BUDGET);
+      return 401;
+    } finally {
+      unpin();
+    }
+  };
+}
+
 /** The longest a Node timer holds (2^31 − 1 ms, 24.8 days), in whole seconds. */
 const LONGEST_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
 
@@ -307,6 +380,7 @@ function contenders() {
     'rate-limiter-flexible login recipe': flexibleRecipe(60 * 60 * 24 * 90),
     [`rate-limiter-flexible login recipe, ${LONGEST_TIMER_SEC} s pair duration`]:
       flexibleRecipe(LONGEST_TIMER_SEC),
+    ...(layered !== undefined && { 'memory store calls of the layered gate': storeCalls() }),
     'hand-written Map floor, client only': mapFloor(false),
     'hand-written Map floor, every layer': mapFloor(true),
   };
@@ -466,6 +540,7 @@ async function main() {
     node: process.version,
     rounds: ROUNDS,
     processes: PROCESSES,
+    collectBeforeSamples: COLLECT,
     timings: [],
   };
   for (const id of selectedJobs()) {

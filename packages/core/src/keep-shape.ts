@@ -12,8 +12,8 @@ const kept: object[] = [];
  * wrong password cost a third more in the login bench, which collects before each sample
  * (bench/NOTES.md "Shapes a full collection took"). One instance made at load with placeholder
  * values keeps the shape: every later instance shares it, since the constructor adds the same
- * fields in the same order.
- * @internal
+ * fields in the same order. For store and adapter authors with classes of their own made per call
+ * (docs/adapter.md).
  */
 export function keepShape(instance: object): void {
   kept.push(instance);

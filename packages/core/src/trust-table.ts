@@ -61,11 +61,37 @@ class Trust {
 
 /** A group's trusts, by member and least recently earned first. */
 class Group {
-  readonly byMember = new Map<string, Trust>();
+  /**
+   * Its trusts by member once it held two (most groups are one user's one device: a map each
+   * would be most of the table's memory and two more cache misses per refresh).
+   */
+  byMember: Map<string, Trust> | undefined = undefined;
   readonly trusts = new Chain<Trust>();
   /** Its place among the groups of its size (the one changed longest ago first). */
   readonly inSize = new Link<Group>(this);
   constructor(readonly name: string) {}
+
+  /** Its trust of `member`, if any. */
+  find(member: string): Trust | undefined {
+    if (this.byMember !== undefined) return this.byMember.get(member);
+    const only = this.trusts.first?.item;
+    return only !== undefined && only.member === member ? only : undefined;
+  }
+
+  /** Takes `t` (a new member's trust) as its latest. */
+  take(t: Trust): void {
+    const only = this.trusts.first?.item;
+    if (this.byMember === undefined && only !== undefined)
+      this.byMember = new Map([[only.member, only]]);
+    this.byMember?.set(t.member, t);
+    this.trusts.push(t.inGroup);
+  }
+
+  /** Lets go of `t` (one of its trusts). */
+  drop(t: Trust): void {
+    this.byMember?.delete(t.member);
+    this.trusts.remove(t.inGroup);
+  }
 }
 
 /**
@@ -96,13 +122,13 @@ export class TrustTable {
   }
 
   has(group: string, member: string, now: number, rule: TrustRule): boolean {
-    const t = this.#groups.get(group)?.byMember.get(member);
+    const t = this.#groups.get(group)?.find(member);
     return t !== undefined && live(t, now, rule);
   }
 
   add(group: string, member: string, now: number, rule: TrustRule): void {
     let g = this.#groups.get(group);
-    const known = g?.byMember.get(member);
+    const known = g?.find(member);
     if (g !== undefined && known !== undefined) {
       // A refresh: latest in its group, in the table and among the groups of its size.
       known.at = now;
@@ -132,8 +158,7 @@ export class TrustTable {
       this.#groups.set(group, g);
     }
     const t = new Trust(g, member, now);
-    g.byMember.set(member, t);
-    g.trusts.push(t.inGroup);
+    g.take(t);
     this.#order.push(t.inTable);
     this.#resize(g, g.trusts.length - 1);
   }
@@ -141,8 +166,8 @@ export class TrustTable {
   /** Forgets `t`; returns the trust that is now the table's oldest. */
   #forget(t: Trust): Trust | undefined {
     const g = t.group;
-    if (g.byMember.delete(t.member)) {
-      g.trusts.remove(t.inGroup);
+    if (g.find(t.member) === t) {
+      g.drop(t);
       this.#order.remove(t.inTable);
       this.#resize(g, g.trusts.length + 1);
       if (g.trusts.length === 0) this.#groups.delete(g.name);

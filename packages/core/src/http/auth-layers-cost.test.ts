@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { RawRequest } from '../client.js';
 import type { Decision } from '../decision.js';
@@ -23,6 +24,8 @@ import { type AuthGateOptions, createAuthGate } from './auth-gate.js';
  */
 class CountingStore implements Store {
   readonly calls: string[] = [];
+  /** What each batched call names: its key, or a trust call's table. */
+  readonly names: string[] = [];
   constructor(
     readonly inner: MemoryStore,
     withBatch: boolean,
@@ -31,6 +34,7 @@ class CountingStore implements Store {
   }
   batch?: (calls: readonly StoreCall[]) => StoreAnswer[] = (calls) => {
     this.calls.push(`batch(${calls.map((c) => c.op).join(',')})`);
+    for (const c of calls) this.names.push('table' in c ? c.table : c.key);
     return this.inner.batch(calls);
   };
   #log(name: string): void {
@@ -274,6 +278,50 @@ describe('the cost of the layers in store operations (docs/design.md#defence-in-
     expect(status('right')).toBe(429);
     clock.set(1_000_000 - 30_000 + 60_000);
     expect(status('right')).toBe(200);
+    void gate.close();
+  });
+  it('a per-call scope is normalized once for the layers and the trust tables: blank is default, a huge one its digest', () => {
+    const clock = manualClock(1_000_000);
+    const store = new CountingStore(new MemoryStore({ clock, timers: clock }), true);
+    const gate = createAuthGate<Login>({
+      verify: () => 'ok',
+      scope: 'password',
+      store,
+      account: (r) => r.user,
+      accountLimits: { account: { maxAttempts: 3 } },
+    });
+    const decide = (ip: string, outcome: 'ok' | 'invalid', scope: string) =>
+      gate.decide(raw(ip), outcome, scope, 'alice') as GateResult;
+    expect(decide('192.0.2.1', 'ok', '  ').ok).toBe(true);
+    expect(store.names).toEqual([
+      'auth:default:192.0.2.1',
+      'auth.pair:default:192.0.2.1\u0000account:alice',
+      'auth.spray:default:192.0.2.1',
+      'auth.account:default:account:alice',
+      'auth:default:192.0.2.1',
+      'auth.scope-trust:default',
+      'auth.trust:default',
+    ]);
+    // The trust earned under the blank scope is the default scope's: with alice under attack
+    // there, the client that logged in passes and a stranger does not.
+    for (let i = 0; i < 3; i++) expect(decide(`10.0.0.${i}`, 'invalid', 'default').ok).toBe(false);
+    expect(decide('10.9.9.9', 'ok', 'default').ok).toBe(false);
+    expect(decide('192.0.2.1', 'ok', 'default').ok).toBe(true);
+    expect(decide('192.0.2.1', 'ok', '').ok).toBe(true);
+    // A huge scope names its keys and its trust tables by one digest, never by its own text.
+    store.names.length = 0;
+    const huge = 'x'.repeat(100_000);
+    const digest = `sha256:${createHash('sha256').update(huge).digest('hex')}`;
+    expect(decide('192.0.2.1', 'ok', huge).ok).toBe(true);
+    expect(store.names).toEqual([
+      `auth:${digest}:192.0.2.1`,
+      `auth.pair:${digest}:192.0.2.1\u0000account:alice`,
+      `auth.spray:${digest}:192.0.2.1`,
+      `auth.account:${digest}:account:alice`,
+      `auth:${digest}:192.0.2.1`,
+      `auth.scope-trust:${digest}`,
+      `auth.trust:${digest}`,
+    ]);
     void gate.close();
   });
 });

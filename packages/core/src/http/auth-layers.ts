@@ -1,6 +1,7 @@
 import { systemClock } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { type AuthLayer, type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
+import { normalizeScope } from '../failure-options.js';
 import { type SubjectSteps, subjectSteps } from '../failure-step.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { MemoryStore } from '../memory-store.js';
@@ -115,10 +116,16 @@ export class AuthLayers {
     this.#unwatch.push(limiter.watchLockouts((s) => report(s)));
   }
 
-  /** `client`'s attempt (its limiter key) on `account` in `scope` (see {@link LayerAttempt}). */
-  attempt(client: string, account: string | undefined, scope: string): LayerAttempt {
+  /**
+   * `client`'s attempt (its limiter key) on `account` in `scope` (see {@link LayerAttempt}). The
+   * scope is the caller's (a per-call override included), normalized here once for the layers'
+   * keys and the trust tables alike: a blank scope is `default` in both, and a huge one is the
+   * same digest in both, never a table name of its own length.
+   */
+  attempt(client: string, account: string | undefined, callerScope: string): LayerAttempt {
     const l = this.#l;
     const withAccount = account !== undefined;
+    const scope = normalizeScope(callerScope);
     return {
       client,
       account,

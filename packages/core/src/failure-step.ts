@@ -40,40 +40,64 @@ export function subjectSteps(
   scope: string | undefined,
 ): SubjectSteps {
   const keys = keysOf.get(limiter);
-  if (keys === undefined) {
-    const { key, exempt } = limiter.keyOf(subject);
-    return {
-      key,
-      exempt,
-      step: (op, member) =>
-        op === 'recordDistinct'
-          ? limiter.recordDistinct(subject, member ?? '', scope)
-          : limiter[op](subject, scope),
-    };
-  }
-  return new KeyedSteps(keys, keys.subjectOf(subject), normalizeScope(scope));
+  if (keys === undefined) return foreignSteps(limiter, subject, scope);
+  const s = keys.subjectOf(subject);
+  return new KeyedSteps(keys, s.key, s.exempt, normalizeScope(scope));
 }
 
-/** The steps of a subject of a limiter made here: its store calls, batched. */
-class KeyedSteps implements SubjectSteps {
-  readonly key: string;
-  readonly exempt: boolean;
+/** Makes the steps of a subject of one limiter in a normalized scope (see {@link stepsMaker}). */
+export type StepsMaker = (subject: Subject, scope: string) => SubjectSteps;
+
+/**
+ * {@link subjectSteps} of one limiter, its per-key ops looked up once: for a caller that makes
+ * steps of the same limiters on every attempt (the auth layers), where the lookup cost as much as
+ * the rest of the steps' making. `scope` must be normalized (`normalizeScope`) already.
+ */
+export function stepsMaker(limiter: FailureLimiter): StepsMaker {
+  const keys = keysOf.get(limiter);
+  if (keys === undefined) return (subject, scope) => foreignSteps(limiter, subject, scope);
+  return (subject, scope) => {
+    const s = keys.subjectOf(subject);
+    return new KeyedSteps(keys, s.key, s.exempt, scope);
+  };
+}
+
+/** The steps of a limiter not made here (one a caller built by hand): each simply called. */
+function foreignSteps(
+  limiter: FailureLimiter,
+  subject: Subject,
+  scope: string | undefined,
+): SubjectSteps {
+  const { key, exempt } = limiter.keyOf(subject);
+  return {
+    key,
+    exempt,
+    step: (op, member) =>
+      op === 'recordDistinct'
+        ? limiter.recordDistinct(subject, member ?? '', scope)
+        : limiter[op](subject, scope),
+  };
+}
+
+/**
+ * The steps of a subject of a limiter made here: its store calls, batched. It is its own resolved
+ * subject, so that an attempt's five subjects are five objects, not ten.
+ */
+class KeyedSteps implements SubjectSteps, ResolvedSubject {
   constructor(
     readonly keys: FailureKeys,
-    readonly subject: ResolvedSubject,
+    readonly key: string,
+    readonly exempt: boolean,
     readonly scope: string,
-  ) {
-    this.key = subject.key;
-    this.exempt = subject.exempt;
-  }
+  ) {}
 
   step(op: StepOp, member?: string): Step<Decision> {
-    return keyStep(this.keys, op, this.subject, this.scope, member);
+    return keyStep(this.keys, op, this, this.scope, member);
   }
 }
 
 // A login's steps live for that login only: see keepShape.
-keepShape(new KeyedSteps(PLACEHOLDER, { key: '', exempt: false }, ''));
+keepShape(new KeyedSteps(PLACEHOLDER, '', false, ''));
 
 /**
  * `op` of `subject` as a step of a gate's batch: a store call with what turns its answer into

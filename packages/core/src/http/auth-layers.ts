@@ -2,7 +2,7 @@ import { systemClock } from '../clock.js';
 import type { Decision } from '../decision.js';
 import { type AuthLayer, type FailureLimiter, refusedUncounted } from '../failure-limiter.js';
 import { normalizeScope } from '../failure-options.js';
-import { type SubjectSteps, subjectSteps } from '../failure-step.js';
+import { type StepsMaker, type SubjectSteps, stepsMaker } from '../failure-step.js';
 import { isPromise, type MaybePromise, mapMaybe } from '../promise.js';
 import { MemoryStore } from '../memory-store.js';
 import type { Store, TrustRule } from '../store.js';
@@ -64,6 +64,8 @@ export function withLayer(d: Decision, layer: AuthLayer): Decision {
  */
 export class AuthLayers {
   readonly #l: LayerLimiters;
+  /** Each layer's steps maker (undefined: the layer is off), looked up once. */
+  readonly #makers: { readonly [K in keyof LayerLimiters]: StepsMaker | undefined };
   readonly #trust: TrustRule;
   readonly #report: LockoutReport | undefined;
   readonly #unwatch: (() => void)[] = [];
@@ -91,6 +93,13 @@ export class AuthLayers {
     this.#table = `${name}.trust:`;
     this.#scopeTable = `${name}.scope-trust:`;
     this.#l = buildLayerLimiters(o, setup, store);
+    const maker = (l: FailureLimiter | undefined) => (l === undefined ? undefined : stepsMaker(l));
+    this.#makers = {
+      pair: maker(this.#l.pair),
+      account: maker(this.#l.account),
+      spray: maker(this.#l.spray),
+      scope: maker(this.#l.scope),
+    };
     this.#trust = {
       trustMs: o.trustMs ?? 2_592_000_000,
       maxTrusted: o.maxTrusted ?? 10_000,
@@ -123,24 +132,20 @@ export class AuthLayers {
    * same digest in both, never a table name of its own length.
    */
   attempt(client: string, account: string | undefined, callerScope: string): LayerAttempt {
-    const l = this.#l;
     const withAccount = account !== undefined;
     const scope = normalizeScope(callerScope);
+    const m = this.#makers;
     return {
       client,
       account,
       scope,
       pair:
-        withAccount && l.pair !== undefined
-          ? subjectSteps(l.pair, `${client}\u0000${account}`, scope)
+        withAccount && m.pair !== undefined
+          ? m.pair(`${client}\u0000${account}`, scope)
           : undefined,
-      spray:
-        withAccount && l.spray !== undefined ? subjectSteps(l.spray, client, scope) : undefined,
-      byAccount:
-        withAccount && l.account !== undefined
-          ? subjectSteps(l.account, account, scope)
-          : undefined,
-      inScope: l.scope !== undefined ? subjectSteps(l.scope, '*', scope) : undefined,
+      spray: withAccount && m.spray !== undefined ? m.spray(client, scope) : undefined,
+      byAccount: withAccount && m.account !== undefined ? m.account(account, scope) : undefined,
+      inScope: m.scope !== undefined ? m.scope('*', scope) : undefined,
     };
   }
 

@@ -509,7 +509,7 @@ function spawnJob(id) {
  */
 function selectedJobs() {
   const all = Object.keys(scenarios);
-  const ids = process.argv.slice(2);
+  const ids = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   if (ids.length === 0) return all;
   for (const id of ids)
     if (!all.includes(id)) throw new Error(`bench/core/login: no scenario ${id}`);
@@ -519,7 +519,114 @@ function selectedJobs() {
 /** A child process runs one scenario: `--job=<id>`. */
 const JOB_FLAG = '--job=';
 
+/*
+ * Instructions instead of time (`--instructions`): each contender alone in a process under
+ * valgrind's cachegrind, `node --single-threaded` so that no compiler or collector thread makes
+ * two runs differ (repeated runs agree within 0.1 %). A run makes the warm-up passes and then
+ * `passes` passes over the measured clients; two runs that differ only in their passes give the
+ * instructions of one attempt, what starting Node, loading and compiling cost cancelling out.
+ * Instructions are not time (a cache miss counts as one), but they do not move with the machine's
+ * load: a change of 1 % shows, where time's noise between processes is ±25 %.
+ */
+const COUNT_FLAG = '--count=';
+const INSTRUCTION_CONTENDERS = [
+  'portcullis auth gate',
+  'portcullis auth gate + account layers',
+  `rate-limiter-flexible login recipe, ${Math.floor((2 ** 31 - 1) / 1000)} s pair duration`,
+  'memory store calls of the layered gate',
+];
+/** Calls per pass: the success scenario's 100 000 would take minutes under valgrind. */
+const COUNT_N = 20_000;
+/** The passes of the two runs of a contender (a measured client fails at most 1 + 4 times). */
+const FEW_PASSES = 1;
+const MORE_PASSES = 4;
+
+/** `--count=<scenario>:<contender index>:<passes>`: the calls, untimed, no collections. */
+async function runCount(spec) {
+  const [id, index, passes] = spec.split(':');
+  const sc = scenarios[id];
+  const name = INSTRUCTION_CONTENDERS[Number(index)];
+  const attempt = contenders()[name];
+  if (sc === undefined || attempt === undefined)
+    throw new Error(`bench/core/login: no count job ${spec}`);
+  const fn = sc.make(attempt);
+  const n = Math.min(sc.n, COUNT_N);
+  const pass = async (from, to) => {
+    for (let i = from; i < to; i++) {
+      const r = fn(i);
+      if (r !== undefined && typeof r.then === 'function') await r;
+    }
+  };
+  for (let p = 0; p < WARM_PASSES; p++) await pass(sc.n, sc.n + n);
+  for (let p = 0; p < Number(passes); p++) await pass(0, n);
+  await expect(fn(n - 1), sc.want, name);
+  return n;
+}
+
+/** The instructions of one run of `spec` under cachegrind (its `I refs`). */
+function instructionsOf(spec) {
+  const r = spawnSync(
+    'valgrind',
+    [
+      '--tool=cachegrind',
+      '--cache-sim=no',
+      '--cachegrind-out-file=/dev/null',
+      process.execPath,
+      '--single-threaded',
+      fileURLToPath(import.meta.url),
+      `${COUNT_FLAG}${spec}`,
+    ],
+    { encoding: 'utf8', maxBuffer: 1 << 24 },
+  );
+  if (r.error !== undefined)
+    throw new Error(
+      `bench/core/login --instructions needs valgrind on the PATH (${r.error.message})`,
+    );
+  const refs = /I\s+refs:\s+([\d,]+)/.exec(r.stderr ?? '');
+  if (r.status !== 0 || refs === null)
+    throw new Error(
+      `bench/core/login: count job ${spec} failed (${r.status ?? r.signal}): ${r.stderr}`,
+    );
+  return Number((refs[1] ?? '').replaceAll(',', ''));
+}
+
+/** `--instructions [scenarios]`: instructions per attempt of each of {@link INSTRUCTION_CONTENDERS}. */
+function countInstructions() {
+  const ids = selectedJobs().filter((id) => id !== 'retry' || process.argv.includes('retry'));
+  const report = { date: new Date().toISOString(), node: process.version, instructions: [] };
+  for (const id of ids) {
+    const n = Math.min(scenarios[id].n, COUNT_N);
+    console.log(`\n${scenarios[id].title.replace('(ns per', '(instructions per')}`);
+    const rows = INSTRUCTION_CONTENDERS.map((name, i) => {
+      const few = instructionsOf(`${id}:${i}:${FEW_PASSES}`);
+      const more = instructionsOf(`${id}:${i}:${MORE_PASSES}`);
+      return { name, instructions: (more - few) / ((MORE_PASSES - FEW_PASSES) * n) };
+    });
+    const plain = rows[0].instructions;
+    for (const r of rows)
+      console.log(
+        `  ${r.name.padEnd(58)} ${r.instructions.toFixed(0).padStart(8)}  ${(r.instructions / plain).toFixed(2)}× plain gate`,
+      );
+    report.instructions.push({ id, title: scenarios[id].title, rows });
+  }
+  return report;
+}
+
 async function main() {
+  const count = process.argv.find((a) => a.startsWith(COUNT_FLAG))?.slice(COUNT_FLAG.length);
+  if (count !== undefined) {
+    await runCount(count);
+    process.exit(0);
+  }
+  if (process.argv.includes('--instructions')) {
+    const report = countInstructions();
+    if (process.env.BENCH_JSON)
+      (await import('node:fs')).writeFileSync(
+        process.env.BENCH_JSON,
+        `${JSON.stringify(report, null, 2)}\n`,
+      );
+    process.exit(0);
+  }
   const job = process.argv.find((a) => a.startsWith(JOB_FLAG))?.slice(JOB_FLAG.length);
   if (job !== undefined) {
     // rate-limiter-flexible's recipe asks for a 90-day timer, which Node cannot hold: it warns once
